@@ -1,0 +1,1 @@
+"""Strom: a streaming platform that speaks the Apache Kafka wire protocol."""

@@ -1,0 +1,1 @@
+"""Command-line entry points: strom-server and the kafka-*.sh style tools."""

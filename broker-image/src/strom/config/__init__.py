@@ -1,0 +1,1 @@
+"""Broker and topic configuration: Kafka property names, defaults, validation, sources."""

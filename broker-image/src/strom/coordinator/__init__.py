@@ -1,0 +1,1 @@
+"""Coordinators: producer id allocation today; consumer groups and transactions later."""

@@ -1,0 +1,1 @@
+"""Replication between leaders and followers (single-node brokers need none yet)."""

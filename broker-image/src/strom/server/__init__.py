@@ -1,0 +1,1 @@
+"""The asyncio Kafka listener, request handlers, and the HTTP side (metrics and probes)."""
