@@ -1,1 +1,1 @@
-"""Cluster metadata: topics, partitions and their configs, and the image every broker serves from."""
+"""Cluster metadata: topics, partitions and their configs, and the image brokers serve from."""

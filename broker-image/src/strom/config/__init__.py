@@ -1,1 +1,7 @@
-"""Broker and topic configuration: Kafka property names, defaults, validation, sources."""
+"""Broker and topic configuration: Kafka property names, defaults, validation, sources.
+
+The lowest layer: it imports nothing else from strom. `definitions` is the table of
+every config; `loading` merges the properties file, `STROM_*` variables and
+`--override`s into a `broker.BrokerConfig`; `topics` validates topic configs and
+derives a topic's effective values from the broker's.
+"""

@@ -1,1 +1,1 @@
-"""Sans-I/O Kafka wire protocol: framing, headers, the supported API table and (de)serialisation via kio."""
+"""Sans-I/O Kafka wire protocol: framing, headers, the supported API table, kio codecs."""

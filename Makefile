@@ -1,0 +1,45 @@
+# `make run` and `make test` do all the set-up on a fresh machine: a virtualenv with
+# pinned packages (requirements.lock), and for the tests the Java/kcat peers.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: install install-python peers run test lint typecheck unit e2e clean
+
+install: install-python peers
+
+install-python: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $(STAMP)
+
+peers:
+	bash e2e/peers/install.sh
+
+run: install-python
+	$(BIN)/strom-server
+
+lint: install-python
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: install-python
+	$(BIN)/mypy
+
+unit: install-python
+	$(BIN)/pytest broker-image/tests $(PYTEST_ARGS)
+
+e2e: install
+	$(BIN)/pytest e2e $(PYTEST_ARGS)
+
+test: install lint typecheck
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) .strom-data e2e/peers/lib e2e/peers/target

@@ -1,0 +1,82 @@
+"""strom-server [CONFIG_FILE] [--override key=value ...]: run one broker until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+
+from strom.cluster import metadata as cluster_metadata
+from strom.config import broker as broker_config
+from strom.config import definitions as config_definitions
+from strom.config import loading as config_loading
+from strom.server import broker as broker_module
+
+log = logging.getLogger("strom.server")
+
+EXIT_CONFIG_ERROR = 2
+EXIT_STARTUP_FAILED = 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="strom-server",
+        description="Run a Strom broker. Configuration uses Kafka's property names: "
+        "defaults < CONFIG_FILE < STROM_<KEY> environment variables < --override.",
+    )
+    parser.add_argument("config_file", nargs="?", type=Path, help="a server.properties file")
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set one property, e.g. --override log.dirs=/tmp/strom (repeatable)",
+    )
+    return parser
+
+
+def _configure_logging() -> None:
+    level = os.environ.get("STROM_LOG_LEVEL_ROOT", "INFO").upper()
+    logging.basicConfig(
+        level=getattr(logging, level, logging.INFO),
+        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
+        stream=sys.stderr,
+    )
+
+
+async def _serve(config: broker_config.BrokerConfig) -> None:
+    broker = broker_module.Broker(config)
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    await broker.start()
+    await stopping.wait()
+    log.info("shutting down")
+    await broker.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = _parser().parse_args(argv)
+    _configure_logging()
+    try:
+        config = config_loading.load_broker_config(
+            arguments.config_file, arguments.override, os.environ
+        )
+    except (config_definitions.ConfigError, OSError) as error:
+        print(f"strom-server: configuration error: {error}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    try:
+        asyncio.run(_serve(config))
+    except (OSError, cluster_metadata.MetadataError) as error:
+        print(f"strom-server: failed to start: {error}", file=sys.stderr)
+        return EXIT_STARTUP_FAILED
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

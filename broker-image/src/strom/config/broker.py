@@ -1,0 +1,515 @@
+"""The broker's configuration: validated values, their sources, and typed accessors.
+
+A `BrokerConfig` is built from the settings given explicitly (properties file,
+environment, `--override`; see `loading.py`): everything given is
+STATIC_BROKER_CONFIG, everything else is the DEFAULT_CONFIG from `definitions.py`.
+Construction validates every value and the rules that tie several keys together
+(listeners, advertised listeners, controller names, quorum voters), so a server that
+got a `BrokerConfig` can trust it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import socket
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from strom.config import definitions
+
+# A topic config name given as a broker setting is a common slip; point at the broker name.
+_BROKER_NAME_OF_TOPIC_CONFIG = {
+    name: d.synonyms[0].name for name, d in definitions.TOPIC_CONFIGS.items() if d.synonyms
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Listener:
+    """One `NAME://host:port` entry; an empty host means all interfaces."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+    @property
+    def bind_host(self) -> str | None:
+        """The host for `asyncio.start_server`: None binds every interface."""
+        return self.host or None
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+@dataclasses.dataclass(frozen=True)
+class QuorumVoter:
+    node_id: int
+    host: str
+    port: int
+
+
+def parse_protocol_map(text: str) -> dict[str, str]:
+    """`listener.security.protocol.map` as {LISTENER_NAME: PROTOCOL}, names upper-cased."""
+    result: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, _, protocol = item.partition(":")
+        result[name.strip().upper()] = protocol.strip().upper()
+    return result
+
+
+def parse_listeners(
+    text: str,
+    protocol_map: Mapping[str, str],
+    *,
+    key: str = "listeners",
+    controller_names: Iterable[str] = (),
+) -> list[Listener]:
+    """Parse a listeners value; raise ConfigError naming `key` for what Strom cannot serve."""
+    controller = set(controller_names)
+    listeners: list[Listener] = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, address = item.partition("://")
+        host_port = definitions.parse_host_port(address) if sep else None
+        if host_port is None or not name:
+            raise definitions.ConfigError(
+                f"{key}: expected NAME://host:port (e.g. PLAINTEXT://localhost:9092), got {item!r}",
+                key,
+            )
+        name = name.upper()  # Kafka normalises listener names to upper case
+        protocol = protocol_map.get(name)
+        if protocol is None and name in controller:
+            protocol = "PLAINTEXT"  # Kafka 4 also defaults unmapped controller listeners
+        if protocol is None:
+            raise definitions.ConfigError(
+                f"{key}: listener {name!r} has no security protocol in"
+                " listener.security.protocol.map",
+                key,
+            )
+        if protocol != "PLAINTEXT":
+            raise definitions.ConfigError(
+                f"{key}: listener {name!r} uses security protocol {protocol}, which Strom does"
+                " not support yet; only PLAINTEXT listeners are supported",
+                key,
+            )
+        if any(existing.name == name for existing in listeners):
+            raise definitions.ConfigError(
+                f"{key}: listener name {name!r} appears more than once", key
+            )
+        listeners.append(Listener(name, host_port[0], host_port[1], protocol))
+    return listeners
+
+
+def parse_quorum_voters(items: Iterable[str]) -> list[QuorumVoter]:
+    voters = []
+    for item in items:
+        node_id, _, address = item.partition("@")
+        host_port = definitions.parse_host_port(address)
+        assert host_port is not None  # the definition's validator checked the shape
+        voters.append(QuorumVoter(int(node_id), host_port[0], host_port[1]))
+    return voters
+
+
+class BrokerConfig:
+    """Every broker config with its parsed value and source (explicit or default)."""
+
+    def __init__(
+        self,
+        settings: Mapping[str, str] | None = None,
+        *,
+        origins: Mapping[str, str] | None = None,
+    ) -> None:
+        """`settings` are the explicitly set values; `origins` say where each came from
+        (a file name, an environment variable, --override) for error messages."""
+        self._explicit = dict(settings or {})
+        self._origins = dict(origins or {})
+        self._values: dict[str, definitions.ConfigValue] = {}
+        for name in self._explicit:
+            if name not in definitions.BROKER_CONFIGS:
+                error = _unknown_broker_key(name)
+                raise definitions.ConfigError(self._with_origin(str(error), name), name)
+        for name, definition in definitions.BROKER_CONFIGS.items():
+            try:
+                if name in self._explicit:
+                    self._values[name] = definition.parse(self._explicit[name])
+                else:
+                    self._values[name] = definition.default_value()
+            except definitions.ConfigError as error:
+                raise definitions.ConfigError(self._with_origin(str(error), name), name) from None
+        self._check_together()
+
+    # --- generic access
+
+    def value(self, name: str) -> definitions.ConfigValue:
+        return self._values[name]
+
+    def rendered(self, name: str) -> str | None:
+        """The value as DescribeConfigs shows it (canonical string, None if unset)."""
+        return definitions.render(definitions.BROKER_CONFIGS[name], self._values[name])
+
+    def is_set(self, name: str) -> bool:
+        """Whether the value was given explicitly (not the default)."""
+        return name in self._explicit
+
+    def source(self, name: str) -> definitions.ConfigSource:
+        return (
+            definitions.ConfigSource.STATIC_BROKER_CONFIG
+            if name in self._explicit
+            else definitions.ConfigSource.DEFAULT_CONFIG
+        )
+
+    def origin(self, name: str) -> str | None:
+        """Where an explicit value came from (file, env var, --override); None for defaults."""
+        return self._origins.get(name) if name in self._explicit else None
+
+    def explicit(self) -> dict[str, str]:
+        """The explicitly set raw values, e.g. to log at start."""
+        return dict(self._explicit)
+
+    def get_int(self, name: str) -> int:
+        value = self._values[name]
+        assert isinstance(value, int) and not isinstance(value, bool), name
+        return value
+
+    def get_optional_int(self, name: str) -> int | None:
+        return None if self._values[name] is None else self.get_int(name)
+
+    def get_bool(self, name: str) -> bool:
+        value = self._values[name]
+        assert isinstance(value, bool), name
+        return value
+
+    def get_float(self, name: str) -> float:
+        value = self._values[name]
+        assert isinstance(value, float), name
+        return value
+
+    def get_str(self, name: str) -> str | None:
+        value = self._values[name]
+        assert value is None or isinstance(value, str), name
+        return value
+
+    def get_list(self, name: str) -> list[str]:
+        value = self._values[name]
+        assert value is None or isinstance(value, tuple), name
+        return list(value or ())
+
+    def resolve(
+        self, synonyms: Iterable[definitions.Synonym]
+    ) -> tuple[definitions.ConfigValue, definitions.Synonym | None]:
+        """The first synonym with a value (converted to ms), and which one it was.
+
+        This is how Kafka derives e.g. the retention default: log.retention.ms, else
+        log.retention.minutes, else log.retention.hours (which has a default of 168)."""
+        for synonym in synonyms:
+            value = self._values[synonym.name]
+            if value is not None:
+                if synonym.to_ms != 1:
+                    assert isinstance(value, int)
+                    value = min(value * synonym.to_ms, definitions.LONG_MAX)
+                return value, synonym
+        return None, None
+
+    def _family_ms(self, primary: str) -> int:
+        family = definitions.broker_synonyms(primary)
+        value, _ = self.resolve(
+            definitions.Synonym(name, _MS_FACTOR[name.rsplit(".", 1)[1]]) for name in family
+        )
+        assert isinstance(value, int)
+        return value
+
+    # --- typed accessors for the server
+
+    @property
+    def node_id(self) -> int:
+        return self.get_int("node.id")
+
+    @property
+    def process_roles(self) -> list[str]:
+        return self.get_list("process.roles")
+
+    @property
+    def cluster_id(self) -> str | None:
+        """None means: generate one on first start and store it with the data."""
+        return self.get_str("cluster.id")
+
+    @property
+    def broker_rack(self) -> str | None:
+        return self.get_str("broker.rack")
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return list(self._listeners)
+
+    @property
+    def client_listeners(self) -> list[Listener]:
+        """Listeners that serve clients and brokers, i.e. all but the controller's."""
+        names = set(self.controller_listener_names)
+        return [listener for listener in self._listeners if listener.name not in names]
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        """What clients are told to connect to; controller listeners are not advertised.
+
+        Defaults to `client_listeners`; a wildcard host (empty, 0.0.0.0, ::) becomes this
+        machine's fully qualified hostname, as Kafka does with the canonical host name."""
+        names = set(self.controller_listener_names)
+        chosen = self._advertised if self._advertised is not None else self.client_listeners
+        result = []
+        for listener in chosen:
+            if listener.name in names:
+                continue
+            if listener.host in ("", "0.0.0.0", "::"):
+                listener = dataclasses.replace(listener, host=socket.getfqdn())
+            result.append(listener)
+        return result
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        """inter.broker.listener.name, else the first non-controller listener."""
+        explicit = self.get_str("inter.broker.listener.name")
+        return explicit.upper() if explicit else self.client_listeners[0].name
+
+    @property
+    def controller_listener_names(self) -> list[str]:
+        return [name.upper() for name in self.get_list("controller.listener.names")]
+
+    @property
+    def controller_quorum_voters(self) -> list[QuorumVoter]:
+        """Static voters; empty means a single-node quorum made of this node."""
+        return parse_quorum_voters(self.get_list("controller.quorum.voters"))
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        """log.dirs when set, else log.dir (Kafka's rule)."""
+        dirs = self.get_list("log.dirs") if self._values["log.dirs"] is not None else []
+        return [Path(d) for d in dirs] or [Path(self.get_str("log.dir") or "")]
+
+    @property
+    def num_partitions(self) -> int:
+        return self.get_int("num.partitions")
+
+    @property
+    def default_replication_factor(self) -> int:
+        return self.get_int("default.replication.factor")
+
+    @property
+    def min_insync_replicas(self) -> int:
+        return self.get_int("min.insync.replicas")
+
+    @property
+    def auto_create_topics_enable(self) -> bool:
+        return self.get_bool("auto.create.topics.enable")
+
+    @property
+    def delete_topic_enable(self) -> bool:
+        return self.get_bool("delete.topic.enable")
+
+    @property
+    def message_max_bytes(self) -> int:
+        return self.get_int("message.max.bytes")
+
+    @property
+    def socket_request_max_bytes(self) -> int:
+        return self.get_int("socket.request.max.bytes")
+
+    @property
+    def queued_max_requests(self) -> int:
+        return self.get_int("queued.max.requests")
+
+    @property
+    def log_segment_bytes(self) -> int:
+        return self.get_int("log.segment.bytes")
+
+    @property
+    def log_retention_ms(self) -> int:
+        """log.retention.ms > .minutes > .hours; any negative value means -1, unlimited."""
+        return max(self._family_ms("log.retention.ms"), -1)
+
+    @property
+    def log_roll_ms(self) -> int:
+        return self._family_ms("log.roll.ms")
+
+    @property
+    def log_retention_check_interval_ms(self) -> int:
+        return self.get_int("log.retention.check.interval.ms")
+
+    @property
+    def offsets_topic_num_partitions(self) -> int:
+        return self.get_int("offsets.topic.num.partitions")
+
+    @property
+    def offsets_topic_replication_factor(self) -> int:
+        return self.get_int("offsets.topic.replication.factor")
+
+    @property
+    def transaction_state_log_replication_factor(self) -> int:
+        return self.get_int("transaction.state.log.replication.factor")
+
+    @property
+    def group_initial_rebalance_delay_ms(self) -> int:
+        return self.get_int("group.initial.rebalance.delay.ms")
+
+    @property
+    def producer_id_expiration_ms(self) -> int:
+        return self.get_int("producer.id.expiration.ms")
+
+    @property
+    def metrics_listener(self) -> tuple[str, int] | None:
+        """(host, port) of the HTTP endpoint, or None when metrics.listener is empty."""
+        text = self.get_str("metrics.listener")
+        if not text:
+            return None
+        host_port = definitions.parse_host_port(text.removeprefix("http://"))
+        assert host_port is not None  # the definition's validator checked the shape
+        return host_port
+
+    # --- DescribeConfigs
+
+    def entries(self, names: Iterable[str] | None = None) -> list[definitions.ConfigEntry]:
+        """DescribeConfigs rows for `names` (all configs when None); unknown names are skipped."""
+        wanted = definitions.BROKER_CONFIGS.keys() if names is None else names
+        return [self._entry(name) for name in wanted if name in definitions.BROKER_CONFIGS]
+
+    def synonyms(self, name: str) -> list[definitions.ConfigSynonymEntry]:
+        """Kafka's order: explicit values of the family, then defaults, starting at `name`."""
+        family = definitions.broker_synonyms(name)
+        found = [
+            definitions.ConfigSynonymEntry(
+                n, self.rendered(n), definitions.ConfigSource.STATIC_BROKER_CONFIG
+            )
+            for n in family
+            if n in self._explicit
+        ] + [
+            definitions.ConfigSynonymEntry(
+                n, definitions.BROKER_CONFIGS[n].default, definitions.ConfigSource.DEFAULT_CONFIG
+            )
+            for n in family
+            if definitions.BROKER_CONFIGS[n].default is not None
+        ]
+        while found and found[0].name != name:
+            found.pop(0)  # a more precise synonym is described under its own name
+        return found
+
+    def _entry(self, name: str) -> definitions.ConfigEntry:
+        definition = definitions.BROKER_CONFIGS[name]
+        synonyms = tuple(self.synonyms(name))
+        sensitive = definition.is_sensitive
+        if sensitive:
+            synonyms = tuple(dataclasses.replace(s, value=None) for s in synonyms)
+        return definitions.ConfigEntry(
+            name=name,
+            value=None if sensitive else self.rendered(name),
+            source=self.source(name),
+            read_only=definition.read_only,
+            is_sensitive=sensitive,
+            type=definition.type,
+            documentation=definition.doc,
+            synonyms=synonyms,
+        )
+
+    # --- rules across keys
+
+    def _with_origin(self, message: str, name: str) -> str:
+        origin = self._origins.get(name)
+        return f"{message} (set in {origin})" if origin else message
+
+    def _fail(self, name: str, problem: str) -> definitions.ConfigError:
+        return definitions.ConfigError(self._with_origin(f"{name}: {problem}", name), name)
+
+    def _check_together(self) -> None:
+        roles = self.process_roles
+        if not roles:
+            raise self._fail("process.roles", "must list broker, controller or both")
+        if self._values["log.dirs"] is not None and not self.get_list("log.dirs"):
+            raise self._fail("log.dirs", "must list at least one directory")
+
+        protocol_map = parse_protocol_map(self.get_str("listener.security.protocol.map") or "")
+        controller_names = self.controller_listener_names
+        try:
+            self._listeners = parse_listeners(
+                self.get_str("listeners") or "", protocol_map, controller_names=controller_names
+            )
+            advertised = self.get_str("advertised.listeners")
+            self._advertised = (
+                None
+                if advertised is None
+                else parse_listeners(
+                    advertised,
+                    protocol_map,
+                    key="advertised.listeners",
+                    controller_names=controller_names,
+                )
+            )
+        except definitions.ConfigError as error:
+            assert error.key is not None
+            raise definitions.ConfigError(
+                self._with_origin(str(error), error.key), error.key
+            ) from None
+
+        names = [listener.name for listener in self._listeners]
+        if not names:
+            raise self._fail("listeners", "must list at least one listener")
+        ports = [listener.port for listener in self._listeners if listener.port != 0]
+        for port in ports:
+            if ports.count(port) > 1:
+                raise self._fail("listeners", f"port {port} is used by more than one listener")
+        for listener in self._advertised or ():
+            if listener.name not in names:
+                raise self._fail(
+                    "advertised.listeners",
+                    f"listener {listener.name!r} is not one of the listeners ({', '.join(names)})",
+                )
+            if listener.host in ("0.0.0.0", "::"):
+                raise self._fail(
+                    "advertised.listeners",
+                    f"{listener.host} is not a routable address; advertise a hostname or IP",
+                )
+
+        for name in controller_names:
+            if "controller" in roles and name not in names:
+                raise self._fail(
+                    "controller.listener.names",
+                    f"listener {name!r} is not one of the listeners ({', '.join(names)})",
+                )
+            if "controller" not in roles and name in names:
+                raise self._fail(
+                    "controller.listener.names",
+                    f"listener {name!r} must not be in listeners on a broker-only node",
+                )
+        if "broker" in roles:
+            if not self.client_listeners:
+                raise self._fail("listeners", "all listeners are controller listeners")
+            inter = self.get_str("inter.broker.listener.name")
+            if inter and inter.upper() not in names:
+                raise self._fail(
+                    "inter.broker.listener.name",
+                    f"listener {inter.upper()!r} is not one of the listeners ({', '.join(names)})",
+                )
+            if inter and inter.upper() in controller_names:
+                raise self._fail(
+                    "inter.broker.listener.name", f"{inter.upper()!r} is a controller listener"
+                )
+
+        voters = self.controller_quorum_voters
+        voter_ids = [voter.node_id for voter in voters]
+        if len(set(voter_ids)) != len(voter_ids):
+            raise self._fail("controller.quorum.voters", "lists a node id more than once")
+        if voters and "controller" in roles and self.node_id not in voter_ids:
+            raise self._fail(
+                "controller.quorum.voters",
+                f"this node (node.id={self.node_id}) has the controller role but is not a voter",
+            )
+
+
+_MS_FACTOR = {"ms": 1, "minutes": definitions.MINUTE_MS, "hours": definitions.HOUR_MS}
+
+
+def _unknown_broker_key(name: str) -> definitions.ConfigError:
+    if name in _BROKER_NAME_OF_TOPIC_CONFIG:
+        return definitions.ConfigError(
+            f"unknown configuration key {name!r}: it is a topic config; the broker default"
+            f" is {_BROKER_NAME_OF_TOPIC_CONFIG[name]!r}",
+            name,
+        )
+    return definitions.unknown_key_error(name, definitions.BROKER_CONFIGS, "configuration key")

@@ -1,0 +1,239 @@
+"""The table of API keys and versions Strom serves, and the request/response codec.
+
+Only what is implemented is advertised: clients pick the highest version both sides
+support, so advertising an API we don't handle would break them. Message classes come
+from kio (generated from Kafka's JSON specs); nothing here is written per version.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import io
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+
+from strom.protocol import shaping
+
+
+class ApiKey(enum.IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    DESCRIBE_CONFIGS = 32
+    CREATE_PARTITIONS = 37
+    DESCRIBE_CLUSTER = 60
+
+
+# (min, max) per API: the versions kio has schemas for and our handlers serve.
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+    ApiKey.PRODUCE: (3, 13),
+    ApiKey.FETCH: (4, 17),
+    ApiKey.LIST_OFFSETS: (1, 10),
+    ApiKey.METADATA: (0, 13),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 5),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+}
+
+_SIZE = struct.Struct(">i")
+_HEADER_PREFIX = struct.Struct(">hhi")  # api key, api version, correlation id
+
+
+class ProtocolError(Exception):
+    """The bytes cannot be a valid request: the connection is closed."""
+
+
+class UnsupportedVersionError(ProtocolError):
+    """A known API at a version we don't serve (not ApiVersions, which gets a reply)."""
+
+
+class FileRegion(Protocol):
+    """Bytes of a file sent as they are (zero-copy when the transport allows it)."""
+
+    def __len__(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    header: RequestHeader
+    body: Any  # the kio request object of header.api_version
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    try:
+        low, high = SUPPORTED_VERSIONS[ApiKey(api_key)]
+    except ValueError:
+        return False
+    return low <= api_version <= high
+
+
+def peek_header(frame: memoryview) -> RequestHeader:
+    """The fixed part of any request header, readable whatever the API and version."""
+    if len(frame) < _HEADER_PREFIX.size:
+        raise ProtocolError(f"request of {len(frame)} bytes is shorter than a header")
+    api_key, api_version, correlation_id = _HEADER_PREFIX.unpack_from(frame)
+    return RequestHeader(api_key, api_version, correlation_id, None)
+
+
+@functools.cache
+def _request_reader(api_key: int, api_version: int) -> tuple[Any, Any]:
+    schema = load_request_schema(api_key, api_version)
+    return entity_reader(schema.__header_schema__), entity_reader(schema)
+
+
+def decode_request(frame: memoryview) -> Request:
+    """Decode a whole request frame (without its size prefix).
+
+    Raises ProtocolError for anything that is not a well-formed supported request.
+    """
+    peeked = peek_header(frame)
+    if not is_supported(peeked.api_key, peeked.api_version):
+        if peeked.api_key in ApiKey.__members__.values():
+            raise UnsupportedVersionError(
+                f"{ApiKey(peeked.api_key).name} v{peeked.api_version} is not supported"
+            )
+        raise ProtocolError(f"unknown API key {peeked.api_key}")
+    header_reader, body_reader = _request_reader(peeked.api_key, peeked.api_version)
+    try:
+        header, header_size = header_reader(frame, 0)
+        body, body_size = body_reader(frame, header_size)
+    except Exception as error:  # the native decoder raises several types on garbage
+        raise ProtocolError(
+            f"malformed {ApiKey(peeked.api_key).name} v{peeked.api_version}: {error}"
+        ) from error
+    if header_size + body_size != len(frame):
+        raise ProtocolError(
+            f"{ApiKey(peeked.api_key).name} v{peeked.api_version} has "
+            f"{len(frame) - header_size - body_size} trailing bytes"
+        )
+    return Request(
+        RequestHeader(peeked.api_key, peeked.api_version, peeked.correlation_id, header.client_id),
+        body,
+    )
+
+
+def response_class(api_key: int, api_version: int) -> type[Any]:
+    return load_response_schema(api_key, api_version)
+
+
+class _PartsWriter:
+    """A kio Writable that keeps file regions apart from the encoded bytes around them."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes | FileRegion] = []
+        self._pending = io.BytesIO()
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        if isinstance(data, bytes | bytearray | memoryview):
+            self._pending.write(data)
+        else:
+            self._flush_pending()
+            self.parts.append(data)
+        self.size += len(data)
+        return len(data)
+
+    def _flush_pending(self) -> None:
+        if self._pending.tell():
+            self.parts.append(self._pending.getvalue())
+            self._pending = io.BytesIO()
+
+    def finish(self) -> list[bytes | FileRegion]:
+        self._flush_pending()
+        return self.parts
+
+
+_RESPONSE_WRITERS: dict[type[Any], tuple[Any, Any]] = {}
+
+
+def _response_writers(response_type: type[Any]) -> tuple[Any, Any]:
+    writers = _RESPONSE_WRITERS.get(response_type)
+    if writers is None:
+        header_type = response_type.__header_schema__
+        writers = _RESPONSE_WRITERS[response_type] = (
+            entity_writer(header_type),
+            entity_writer(response_type),
+        )
+    return writers
+
+
+def encode_response(correlation_id: int, response: Any) -> list[bytes | FileRegion]:
+    """Encode a response with its header and size prefix, as parts to send in order.
+
+    Record fields may hold FileRegion objects (anything with __len__ that isn't bytes);
+    they come out as separate parts so the server can sendfile them.
+    """
+    header_writer, body_writer = _response_writers(type(response))
+    header_type = type(response).__header_schema__
+    writer = _PartsWriter()
+    writer.write(_SIZE.pack(0))  # patched below once the size is known
+    header_writer(writer, header_type(correlation_id=correlation_id))
+    body_writer(writer, response)
+    parts = writer.finish()
+    first = parts[0]
+    assert isinstance(first, bytes)
+    parts[0] = _SIZE.pack(writer.size - _SIZE.size) + first[_SIZE.size :]
+    return parts
+
+
+def api_versions_entries() -> list[dict[str, int]]:
+    return [
+        {"api_key": int(key), "min_version": low, "max_version": high}
+        for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())
+    ]
+
+
+def unsupported_api_versions_response(correlation_id: int) -> list[bytes | FileRegion]:
+    """KIP-511: an ApiVersions request at a version we don't know gets error 35 in a v0
+    body listing what we do support, so the client can retry at a version we serve."""
+    v0 = load_response_schema(ApiKey.API_VERSIONS, 0)
+    response = shaping.build(
+        v0,
+        {
+            "error_code": ErrorCode.unsupported_version,
+            "api_keys": api_versions_entries(),
+            "throttle_time": 0,
+        },
+    )
+    return encode_response(correlation_id, response)
+
+
+def frame_size(prefix: bytes | memoryview) -> int:
+    (size,) = _SIZE.unpack_from(prefix)
+    return int(size)
+
+
+def joined(parts: Iterable[bytes | FileRegion]) -> bytes:
+    """Concatenate parts that are all bytes (tests and small responses)."""
+    out = bytearray()
+    for part in parts:
+        if not isinstance(part, bytes):
+            raise TypeError("a file region cannot be joined in memory")
+        out += part
+    return bytes(out)

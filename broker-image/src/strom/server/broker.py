@@ -1,0 +1,241 @@
+"""The broker: startup, the main loop, and graceful shutdown.
+
+Startup loads metadata and recovers every partition log before any listener opens, so a
+client never sees a half-recovered partition. Shutdown stops accepting, answers what
+was already read, then closes the logs cleanly (so the next start skips recovery).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from strom.cluster import metadata as cluster_metadata
+from strom.config import broker as broker_config
+from strom.config import topics as topic_config
+from strom.replication import partition as replicated_partition
+from strom.server import connection as connections
+from strom.server import dispatch, http
+from strom.server import metrics as broker_metrics
+from strom.storage import log_config, log_manager
+
+log = logging.getLogger(__name__)
+
+MAINTENANCE_INTERVAL_CAP_MS = 30_000
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Broker:
+    def __init__(self, config: broker_config.BrokerConfig) -> None:
+        self.config = config
+        self.clock = now_ms
+        self.node_id = config.node_id
+        self.metrics = broker_metrics.BrokerMetrics()
+        self.metadata = cluster_metadata.MetadataStore(
+            config.log_dirs[0], config.node_id, config.cluster_id
+        )
+        self.logs = log_manager.LogManager(config.log_dirs, now_ms=now_ms)
+        self.partitions: dict[tuple[str, int], replicated_partition.Partition] = {}
+        self.advertised: list[Endpoint] = []
+        self._servers: list[asyncio.Server] = []
+        self._connections: set[connections.KafkaConnection] = set()
+        self._http: http.HttpServer | None = None
+        self._maintenance: asyncio.Task[None] | None = None
+        self._dispatcher = dispatch.Dispatcher(self)
+        self.ready = False
+        self.metrics.watch_logs(self._log_rows)
+
+    # Topics and partitions -----------------------------------------------------------
+
+    def topic_config(self, topic: str) -> topic_config.TopicConfig:
+        stored = self.metadata.image.topics.get(topic)
+        overrides = stored.configs if stored else {}
+        return topic_config.effective_topic_config(self.config, overrides)
+
+    def topic_config_entries(self, overrides: Mapping[str, str | None]) -> list[Any]:
+        """The configs a topic with these overrides has (CreateTopics reports them)."""
+        valid = topic_config.validate_topic_configs(overrides)
+        return list(topic_config.effective_topic_config(self.config, valid).entries())
+
+    def log_config(self, topic: str) -> log_config.LogConfig:
+        return to_log_config(self.topic_config(topic))
+
+    def partition(self, topic: str, index: int) -> replicated_partition.Partition | None:
+        return self.partitions.get((topic, index))
+
+    def _open_partitions(self, topic: cluster_metadata.TopicMetadata) -> None:
+        config = self.log_config(topic.name)
+        for index in range(topic.partitions):
+            if (topic.name, index) not in self.partitions:
+                partition_log = self.logs.get_or_create(topic.name, index, config)
+                self.partitions[(topic.name, index)] = replicated_partition.Partition(
+                    topic.name, index, partition_log
+                )
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str],
+        validate_only: bool = False,
+    ) -> cluster_metadata.TopicMetadata | None:
+        """Validate and (unless validate_only) create; raises MetadataError or ConfigError."""
+        valid_configs = topic_config.validate_topic_configs(configs)
+        if validate_only:
+            self.metadata.check_new_topic(name, partitions, replication_factor)
+            return None
+        topic = self.metadata.create_topic(name, partitions, replication_factor, valid_configs)
+        self._open_partitions(topic)
+        log.info("created topic %s with %d partition(s)", name, partitions)
+        return topic
+
+    def auto_create_topic(self, name: str) -> cluster_metadata.TopicMetadata:
+        """Metadata's auto-creation (auto.create.topics.enable), with broker defaults."""
+        topic = self.metadata.create_topic(
+            name, self.config.num_partitions, self.config.default_replication_factor, {}
+        )
+        self._open_partitions(topic)
+        log.info("auto-created topic %s with %d partition(s)", name, topic.partitions)
+        return topic
+
+    def delete_topic(self, name: str) -> None:
+        topic = self.metadata.delete_topic(name)
+        for index in range(topic.partitions):
+            self.partitions.pop((name, index), None)
+            self.logs.delete_partition(name, index)
+        log.info("deleted topic %s", name)
+
+    def add_partitions(self, name: str, total: int, validate_only: bool) -> None:
+        if validate_only:
+            self.metadata.check_partition_increase(name, total)
+            return
+        topic = self.metadata.increase_partitions(name, total)
+        self._open_partitions(topic)
+
+    def _log_rows(self) -> list[tuple[str, int, int, int, int, int]]:
+        return [
+            (
+                topic,
+                index,
+                p.log.size_bytes,
+                p.log.log_start_offset,
+                p.log.log_end_offset,
+                p.log.segment_count,
+            )
+            for (topic, index), p in list(self.partitions.items())
+        ]
+
+    # Lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.logs.load_all(self.log_config)
+        for topic in list(self.metadata.image.topics.values()):
+            self._open_partitions(topic)
+        loop = asyncio.get_running_loop()
+        advertised_by_name = {a.name: a for a in self.config.advertised_listeners}
+        for listener in self.config.client_listeners:
+            server = await loop.create_server(
+                lambda name=listener.name: self._new_connection(name),
+                host=listener.bind_host,
+                port=listener.port,
+                reuse_address=True,
+                backlog=1024,
+            )
+            self._servers.append(server)
+            bound_port = server.sockets[0].getsockname()[1]
+            advertised = advertised_by_name.get(listener.name)
+            if advertised is not None:
+                endpoint = Endpoint(listener.name, advertised.host, advertised.port or bound_port)
+            else:
+                endpoint = Endpoint(listener.name, listener.host or "localhost", bound_port)
+            self.advertised.append(endpoint)
+            log.info(
+                "listening on %s (advertised as %s:%d)", listener, endpoint.host, endpoint.port
+            )
+        if self.config.metrics_listener is not None:
+            host, port = self.config.metrics_listener
+            self._http = http.HttpServer(self, host, port)
+            await self._http.start()
+        self._maintenance = loop.create_task(self._maintain())
+        self.ready = True
+        log.info(
+            "Strom broker %d of cluster %s started with %d partition(s)",
+            self.node_id,
+            self.metadata.image.cluster_id,
+            len(self.partitions),
+        )
+
+    def _new_connection(self, listener_name: str) -> connections.KafkaConnection:
+        connection = connections.KafkaConnection(
+            dispatch=lambda request: self._dispatcher.dispatch(request, listener_name),
+            max_request_bytes=self.config.socket_request_max_bytes,
+            metrics=self.metrics,
+            on_close=self._connections.discard,
+        )
+        self._connections.add(connection)
+        return connection
+
+    async def _maintain(self) -> None:
+        interval = min(self.config.log_retention_check_interval_ms, MAINTENANCE_INTERVAL_CAP_MS)
+        while True:
+            await asyncio.sleep(interval / 1000)
+            try:
+                self.logs.run_maintenance(now_ms())
+            except Exception:
+                log.exception("log maintenance failed")
+
+    async def stop(self) -> None:
+        self.ready = False
+        for server in self._servers:
+            server.close()
+        await asyncio.gather(
+            *(c.drain_and_close() for c in list(self._connections)), return_exceptions=True
+        )
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 5)
+        if self._maintenance is not None:
+            self._maintenance.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._maintenance
+        if self._http is not None:
+            await self._http.stop()
+        self.logs.close_all()
+        log.info("Strom broker %d stopped cleanly", self.node_id)
+
+    def endpoint_for(self, listener_name: str) -> Endpoint:
+        for endpoint in self.advertised:
+            if endpoint.listener == listener_name:
+                return endpoint
+        return self.advertised[0]
+
+
+def to_log_config(topic: topic_config.TopicConfig) -> log_config.LogConfig:
+    return log_config.LogConfig(
+        segment_bytes=topic.segment_bytes,
+        segment_ms=topic.segment_ms,
+        retention_ms=topic.retention_ms,
+        retention_bytes=topic.retention_bytes,
+        index_interval_bytes=topic.index_interval_bytes,
+        segment_index_bytes=topic.segment_index_bytes,
+        file_delete_delay_ms=topic.file_delete_delay_ms,
+        max_message_bytes=topic.max_message_bytes,
+        message_timestamp_type=topic.message_timestamp_type,
+        cleanup_policy=tuple(topic.cleanup_policy),
+    )

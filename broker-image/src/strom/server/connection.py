@@ -1,0 +1,240 @@
+"""One client connection: frames in, requests handled strictly in order, responses out.
+
+Kafka processes a connection's requests one at a time and answers in order (clients
+match responses by correlation id but expect ordering), so a connection has one worker
+task draining a queue of frames. Flow control is explicit: reading pauses while too many
+frames wait, and writing waits while the transport's buffer is above its high-water mark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from strom.protocol import apis, framing
+from strom.server import metrics as broker_metrics
+from strom.storage import partition_log
+
+log = logging.getLogger(__name__)
+
+# Frames queued per connection before we stop reading from the socket.
+MAX_QUEUED_FRAMES = 64
+# Below this a file range is read and written with the surrounding bytes: a sendfile
+# call has to wait for the transport buffer to drain, which costs more than a copy.
+SENDFILE_MIN_BYTES = 64 * 1024
+
+Handler = Callable[[apis.Request], Awaitable[Any | None]]
+
+
+class RecordRegions:
+    """The record bytes of one partition in a fetch response: file ranges, sent as they are."""
+
+    __slots__ = ("ranges", "size", "topic")
+
+    def __init__(self, topic: str, ranges: list[partition_log.FileRange]) -> None:
+        self.topic = topic
+        self.ranges = ranges
+        self.size = sum(r.length for r in ranges)
+
+    def __len__(self) -> int:
+        return self.size
+
+
+class ShortRead(Exception):
+    """A file range shrank under us (truncation): the frame can't be completed."""
+
+
+class KafkaConnection(asyncio.Protocol):
+    def __init__(
+        self,
+        dispatch: Callable[[apis.Request], Awaitable[Any | None]],
+        max_request_bytes: int,
+        metrics: broker_metrics.BrokerMetrics,
+        on_close: Callable[[KafkaConnection], None],
+    ) -> None:
+        self._dispatch = dispatch
+        self._frames = framing.FrameBuffer(max_request_bytes)
+        self._metrics = metrics
+        self._on_close = on_close
+        self._queue: collections.deque[bytes] = collections.deque()
+        self._queue_changed = asyncio.Event()
+        self._can_write = asyncio.Event()
+        self._can_write.set()
+        self._transport: asyncio.Transport | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._reading_paused = False
+        self._closing = False
+        self.peer = "?"
+
+    # asyncio.Protocol ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self._metrics.connections.inc()
+        self._worker = asyncio.get_running_loop().create_task(self._work())
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        self._frames.feed(data)
+        try:
+            while (frame := self._frames.next_frame()) is not None:
+                self._queue.append(frame)
+        except framing.FrameSizeError as error:
+            self._fail("frame_size", str(error))
+            return
+        if self._queue:
+            self._queue_changed.set()
+        if len(self._queue) >= MAX_QUEUED_FRAMES and not self._reading_paused:
+            self._reading_paused = True
+            assert self._transport is not None
+            self._transport.pause_reading()
+
+    def eof_received(self) -> bool | None:
+        # Finish what was received, then close: requests already read still get answers.
+        self._closing = True
+        self._queue_changed.set()
+        return True
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self._transport = None
+        self._can_write.set()
+        self._queue_changed.set()
+        if self._worker is not None and not self._worker.done():
+            self._worker.cancel()
+        self._metrics.connections.dec()
+        self._on_close(self)
+
+    def pause_writing(self) -> None:
+        self._can_write.clear()
+
+    def resume_writing(self) -> None:
+        self._can_write.set()
+
+    # Worker --------------------------------------------------------------------------
+
+    async def _work(self) -> None:
+        try:
+            while True:
+                while not self._queue:
+                    if self._closing:
+                        self._close_transport()
+                        return
+                    self._queue_changed.clear()
+                    await self._queue_changed.wait()
+                frame = self._queue.popleft()
+                if self._reading_paused and len(self._queue) < MAX_QUEUED_FRAMES // 2:
+                    self._reading_paused = False
+                    if self._transport is not None:
+                        self._transport.resume_reading()
+                if not await self._handle_frame(frame):
+                    return
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # a bug must cost one connection, never the broker
+            log.exception("connection %s failed", self.peer)
+            self._close_transport()
+
+    async def _handle_frame(self, frame: bytes) -> bool:
+        started = time.perf_counter()
+        view = memoryview(frame)
+        try:
+            request = apis.decode_request(view)
+        except apis.UnsupportedVersionError as error:
+            header = apis.peek_header(view)
+            if header.api_key == apis.ApiKey.API_VERSIONS:
+                await self._send(apis.unsupported_api_versions_response(header.correlation_id))
+                return True
+            self._fail("unsupported_version", str(error))
+            return False
+        except apis.ProtocolError as error:
+            self._fail("malformed", str(error))
+            return False
+        api_name = apis.ApiKey(request.header.api_key).name
+        response = await self._dispatch(request)
+        self._metrics.requests.labels(api_name, str(request.header.api_version)).inc()
+        if response is not None:
+            parts = apis.encode_response(request.header.correlation_id, response)
+            try:
+                await self._send(parts)
+            except ShortRead as error:
+                self._fail("short_read", str(error))
+                return False
+        self._metrics.request_latency.labels(api_name).observe(time.perf_counter() - started)
+        return True
+
+    async def _send(self, parts: list[bytes | apis.FileRegion]) -> None:
+        transport = self._transport
+        if transport is None:
+            return
+        await self._can_write.wait()
+        loop = asyncio.get_running_loop()
+        pending = bytearray()
+        for part in parts:
+            if isinstance(part, bytes):
+                pending += part
+                continue
+            assert isinstance(part, RecordRegions)
+            self._metrics.bytes_out.labels(part.topic).inc(part.size)
+            for file_range in part.ranges:
+                if file_range.length < SENDFILE_MIN_BYTES or not _can_sendfile(transport):
+                    data = os.pread(
+                        file_range.file.fileno(), file_range.length, file_range.position
+                    )
+                    if len(data) != file_range.length:
+                        raise ShortRead(f"{len(data)} of {file_range.length} bytes read")
+                    pending += data
+                    continue
+                if pending:
+                    transport.write(pending)
+                    pending = bytearray()
+                sent = await loop.sendfile(
+                    transport, file_range.file, file_range.position, file_range.length
+                )
+                if sent != file_range.length:
+                    raise ShortRead(f"{sent} of {file_range.length} bytes sent")
+                if self._transport is None:
+                    return
+        if pending:
+            transport.write(pending)
+
+    def _fail(self, reason: str, message: str) -> None:
+        log.warning("closing connection from %s: %s", self.peer, message)
+        self._metrics.protocol_errors.labels(reason).inc()
+        self._closing = True
+        self._queue.clear()
+        self._close_transport()
+
+    def _close_transport(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    # Shutdown ------------------------------------------------------------------------
+
+    async def drain_and_close(self) -> None:
+        """Graceful shutdown: answer the requests already read, then close."""
+        self._closing = True
+        if self._transport is not None:
+            self._transport.pause_reading()
+        self._queue_changed.set()
+        if self._worker is not None:
+            await asyncio.wait([self._worker], timeout=5)
+            if not self._worker.done():
+                self._worker.cancel()
+        self._close_transport()
+
+
+def _can_sendfile(transport: asyncio.Transport) -> bool:
+    # TLS transports can't hand the kernel a file; only plain sockets can.
+    return transport.get_extra_info("sslcontext") is None and (
+        transport.get_extra_info("socket") is not None
+    )

@@ -1,0 +1,111 @@
+"""Prometheus metrics of one broker, in a registry of its own (several brokers may share
+a process in tests). Names follow Prometheus conventions; the Kafka MBean each one
+mirrors is given in its help text so Kafka dashboards translate directly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+LATENCY_BUCKETS = (
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+)  # fmt: skip
+
+
+class BrokerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "strom_requests",
+            "Requests handled, by API (kafka.network:type=RequestMetrics,name=RequestsPerSec)",
+            ["api", "version"],
+            registry=self.registry,
+        )
+        self.request_errors = Counter(
+            "strom_request_errors",
+            "Partition or topic level error codes returned, by API and error",
+            ["api", "error"],
+            registry=self.registry,
+        )
+        self.request_latency = Histogram(
+            "strom_request_latency_seconds",
+            "Time from a request's arrival to its response being queued "
+            "(kafka.network:type=RequestMetrics,name=TotalTimeMs)",
+            ["api"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.bytes_in = Counter(
+            "strom_topic_bytes_in",
+            "Record bytes appended, by topic "
+            "(kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec)",
+            ["topic"],
+            registry=self.registry,
+        )
+        self.messages_in = Counter(
+            "strom_topic_messages_in",
+            "Records appended, by topic "
+            "(kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec)",
+            ["topic"],
+            registry=self.registry,
+        )
+        self.bytes_out = Counter(
+            "strom_topic_bytes_out",
+            "Record bytes sent to fetchers, by topic "
+            "(kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec)",
+            ["topic"],
+            registry=self.registry,
+        )
+        self.connections = Gauge(
+            "strom_connections",
+            "Open client connections "
+            "(kafka.server:type=socket-server-metrics,name=connection-count)",
+            registry=self.registry,
+        )
+        self.protocol_errors = Counter(
+            "strom_protocol_errors",
+            "Connections closed because of bytes that are not a valid request, by reason",
+            ["reason"],
+            registry=self.registry,
+        )
+
+    def watch_logs(self, rows: Callable[[], Iterable[tuple[str, int, int, int, int, int]]]) -> None:
+        """Register a scrape-time view of (topic, partition, size, start, end, segments)."""
+        self.registry.register(_LogCollector(rows))
+
+
+class _LogCollector(Collector):
+    def __init__(self, rows: Callable[[], Iterable[tuple[str, int, int, int, int, int]]]) -> None:
+        self._rows = rows
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        families = [
+            GaugeMetricFamily(
+                "strom_log_size_bytes",
+                "Bytes on disk of a partition log (kafka.log:type=Log,name=Size)",
+                labels=["topic", "partition"],
+            ),
+            GaugeMetricFamily(
+                "strom_log_start_offset",
+                "First offset of a partition log (kafka.log:type=Log,name=LogStartOffset)",
+                labels=["topic", "partition"],
+            ),
+            GaugeMetricFamily(
+                "strom_log_end_offset",
+                "Next offset of a partition log (kafka.log:type=Log,name=LogEndOffset)",
+                labels=["topic", "partition"],
+            ),
+            GaugeMetricFamily(
+                "strom_log_segments",
+                "Segments of a partition log (kafka.log:type=Log,name=NumLogSegments)",
+                labels=["topic", "partition"],
+            ),
+        ]
+        for topic, partition, *values in self._rows():
+            labels = [topic, str(partition)]
+            for family, value in zip(families, values, strict=True):
+                family.add_metric(labels, value)
+        yield from families

@@ -1,0 +1,741 @@
+"""The log of one partition: segments, offsets, recovery, reads, retention, truncation.
+
+Modelled on Kafka's UnifiedLog. Single-threaded: called from the event loop, with synchronous
+writes that go to the page cache; fsync happens only on flush (by flush.messages, flush.ms,
+rolled segments in maintenance, and close).
+
+Files in the partition directory, besides the segments:
+
+- ``log-start-offset``, ``recovery-point``, ``high-watermark``: one offset each, replaced
+  atomically. The recovery point is the offset below which everything was fsynced.
+- ``leader-epoch-checkpoint``: see ``leader_epochs``.
+- ``<offset>.snapshot``: producer state, see ``producer_state``.
+- ``clean-shutdown``: written by close(); when present on open, no batch needs checking.
+
+Read bound: a fetch is served the batches whose last offset is below ``max_offset`` (the
+high watermark), as Kafka does, so a batch straddling the bound waits until all of it is
+committed. Replication only ever moves the high watermark to batch boundaries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import shutil
+import time
+import uuid
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+from strom.records import batches
+from strom.storage import checkpoints, leader_epochs, producer_state, segment
+from strom.storage.log_config import LogConfig
+
+logger = logging.getLogger(__name__)
+
+LOG_START_OFFSET_FILE = "log-start-offset"
+RECOVERY_POINT_FILE = "recovery-point"
+HIGH_WATERMARK_FILE = "high-watermark"
+CLEAN_SHUTDOWN_FILE = "clean-shutdown"
+# A directory being deleted: ``<topic>-<partition>.<uuid>-delete``; removed at startup.
+DELETE_DIR_SUFFIX = "-delete"
+
+_INT32_MAX = 2**31 - 1
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class OffsetOutOfRangeError(Exception):
+    """A read or DeleteRecords offset outside what the log holds (Kafka OFFSET_OUT_OF_RANGE)."""
+
+
+class LogClosedError(Exception):
+    """An operation on a partition log that was closed or deleted."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int
+    last_offset: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    duplicate: bool  # a retry of a batch already written: offsets are the original ones
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FileRange:
+    """Bytes of one segment file to send; ``file`` stays open until the segment is deleted."""
+
+    file: BinaryIO
+    position: int
+    length: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadResult:
+    ranges: list[FileRange]
+    total_bytes: int
+
+    def read_into_bytes(self) -> bytes:
+        """The ranges' bytes, for when sendfile cannot be used."""
+        chunks = []
+        for file_range in self.ranges:
+            fd = file_range.file.fileno()
+            position = file_range.position
+            remaining = file_range.length
+            while remaining > 0:
+                chunk = os.pread(fd, remaining, position)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                position += len(chunk)
+                remaining -= len(chunk)
+        return b"".join(chunks)
+
+
+class PartitionLog:
+    """Use ``PartitionLog.open``."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        now_ms: Callable[[], int],
+        segments: list[segment.LogSegment],
+        log_start_offset: int,
+        recovery_point: int,
+    ) -> None:
+        self.directory = directory
+        self.config = config
+        self._now_ms = now_ms
+        self._segments = segments
+        last = segments[-1]
+        assert last.next_offset is not None, "the last segment is scanned on open"
+        self._log_end_offset = last.next_offset
+        self._log_start_offset = log_start_offset
+        self._recovery_point = recovery_point
+        self._high_watermark = log_start_offset
+        self._leader_epochs = leader_epochs.LeaderEpochCache(
+            directory / leader_epochs.FILE_NAME, []
+        )
+        self._producers = producer_state.ProducerStateManager(directory)
+        # Segments renamed to *.deleted, unlinked once their deadline passes.
+        self._pending_deletes: list[tuple[int, segment.LogSegment]] = []
+        self._unflushed_records = 0
+        self._last_flush_ms = now_ms()
+        self._closed = False
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls, directory: Path, config: LogConfig, now_ms: Callable[[], int] = wall_clock_ms
+    ) -> PartitionLog:
+        """Load (or create) the log in ``directory``, recovering after an unclean shutdown."""
+        directory.mkdir(parents=True, exist_ok=True)
+        now = now_ms()
+        _remove_leftovers(directory)
+        clean_shutdown = (directory / CLEAN_SHUTDOWN_FILE).exists()
+        checkpointed_start = checkpoints.read_offset(directory / LOG_START_OFFSET_FILE)
+        recovery_point = checkpoints.read_offset(directory / RECOVERY_POINT_FILE) or 0
+
+        segments: list[segment.LogSegment] = []
+        indexes_ok: list[bool] = []
+        for base_offset in _segment_base_offsets(directory):
+            loaded, ok = segment.LogSegment.open(directory, base_offset, config, now)
+            segments.append(loaded)
+            indexes_ok.append(ok)
+        if not segments:
+            start = checkpointed_start or 0
+            segments.append(segment.LogSegment.create(directory, start, config, now))
+            indexes_ok.append(True)
+            clean_shutdown = True
+
+        if clean_shutdown:
+            _recover_segments(segments, [not ok for ok in indexes_ok])
+            if segments[-1].next_offset is None and not segments[-1].load_tail():
+                _recover_segments(segments, [s is segments[-1] for s in segments])
+        else:
+            bases = [s.base_offset for s in segments]
+            first_unflushed = max(0, bisect_right(bases, recovery_point) - 1)
+            _recover_segments(
+                segments,
+                [i >= first_unflushed or not ok for i, ok in enumerate(indexes_ok)],
+            )
+            for recovered in segments:
+                recovered.flush()
+        log_end_offset = segments[-1].next_offset
+        assert log_end_offset is not None
+        recovery_point = log_end_offset
+
+        log_start_offset = max(checkpointed_start or 0, segments[0].base_offset)
+        log_start_offset = min(log_start_offset, log_end_offset)
+        log = cls(directory, config, now_ms, segments, log_start_offset, recovery_point)
+        checkpoints.write_offset(directory / RECOVERY_POINT_FILE, recovery_point)
+        if checkpointed_start != log_start_offset:
+            checkpoints.write_offset(directory / LOG_START_OFFSET_FILE, log_start_offset)
+        log._load_leader_epochs()
+        log._rebuild_producer_state()
+        checkpointed_high_watermark = checkpoints.read_offset(directory / HIGH_WATERMARK_FILE)
+        log.update_high_watermark(checkpointed_high_watermark or 0)
+        # From here on a crash must lead to recovery.
+        (directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+        return log
+
+    def _load_leader_epochs(self) -> None:
+        path = self.directory / leader_epochs.FILE_NAME
+        cache = leader_epochs.LeaderEpochCache.load(path)
+        if cache is None:
+            logger.warning("%s is unreadable; rebuilding it from the log", path)
+            cache = leader_epochs.LeaderEpochCache.rebuild(
+                path,
+                (
+                    (header.partition_leader_epoch, header.base_offset)
+                    for header in self._iter_headers_from(self._segments[0].base_offset)
+                ),
+            )
+        cache.truncate_from_end(self._log_end_offset)
+        cache.truncate_from_start(self._log_start_offset)
+        self._leader_epochs = cache
+
+    def _rebuild_producer_state(self) -> None:
+        covered = self._producers.load_latest_snapshot(self._log_end_offset)
+        self._producers.replay(self._iter_headers_from(covered))
+
+    # -- properties ------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets."""
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    @property
+    def segment_base_offsets(self) -> list[int]:
+        return [s.base_offset for s in self._segments]
+
+    @property
+    def leader_epoch_cache(self) -> leader_epochs.LeaderEpochCache:
+        return self._leader_epochs
+
+    @property
+    def producer_state(self) -> producer_state.ProducerStateManager:
+        return self._producers
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to [log start, log end] as Kafka does.
+
+        A single node sets it to the log end offset after each append (and after open).
+        """
+        self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+        return self._high_watermark
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        for each in self._segments:
+            each.config = config
+
+    # -- appending -------------------------------------------------------------------------
+
+    def append(
+        self,
+        batch_bytes: bytearray | memoryview,
+        headers: Sequence[batches.BatchHeader],
+        leader_epoch: int,
+        now_ms: int,
+    ) -> AppendResult:
+        """Append validated batches (from ``batches.validate_produce_batches``) as a leader.
+
+        Offsets and the leader epoch are patched into ``batch_bytes`` in place (it must be
+        writable), then the bytes are written verbatim. A retried idempotent batch writes
+        nothing and returns its original offsets.
+        """
+        self._check_open()
+        if not headers:
+            raise ValueError("append needs at least one batch")
+        view = memoryview(batch_bytes)
+        if headers[0].position != 0 or headers[-1].position + headers[-1].size != len(view):
+            raise ValueError("headers must describe the whole buffer")
+        duplicate = self._producers.check_append(headers)
+        if duplicate is not None:
+            return AppendResult(
+                duplicate.first_offset,
+                duplicate.last_offset,
+                batches.NO_TIMESTAMP,
+                self._log_start_offset,
+                duplicate=True,
+            )
+
+        log_append_time = now_ms if self.config.uses_log_append_time else batches.NO_TIMESTAMP
+        offset_span = sum(header.last_offset_delta + 1 for header in headers)
+        if log_append_time >= 0:
+            append_max_timestamp = log_append_time
+        else:
+            append_max_timestamp = max(header.max_timestamp for header in headers)
+        self._maybe_roll(
+            len(view), append_max_timestamp, self._log_end_offset + offset_span - 1, now_ms
+        )
+
+        appended = []
+        next_offset = self._log_end_offset
+        for header in headers:
+            batches.patch_base_offset(view, header.position, next_offset)
+            batches.patch_partition_leader_epoch(view, header.position, leader_epoch)
+            max_timestamp = header.max_timestamp
+            if log_append_time >= 0:
+                batches.patch_log_append_time(view, header, log_append_time)
+                max_timestamp = log_append_time
+            last_offset = next_offset + header.last_offset_delta
+            appended.append(
+                segment.AppendedBatch(
+                    header.position, header.size, next_offset, last_offset, max_timestamp
+                )
+            )
+            next_offset = last_offset + 1
+        self._segments[-1].append(view, appended, now_ms)
+        first_offset = appended[0].base_offset
+        self._log_end_offset = next_offset
+
+        if leader_epoch >= 0:
+            self._leader_epochs.assign(leader_epoch, first_offset)
+        for header, batch in zip(headers, appended, strict=True):
+            if producer_state.tracks(header):
+                self._producers.record(
+                    header.producer_id,
+                    header.producer_epoch,
+                    producer_state.BatchMetadata(
+                        header.base_sequence,
+                        header.last_sequence,
+                        batch.base_offset,
+                        batch.last_offset,
+                        batch.max_timestamp,
+                    ),
+                )
+        self._unflushed_records += sum(header.records_count for header in headers)
+        if self._unflushed_records >= self.config.flush_messages:
+            self.flush()
+        return AppendResult(
+            first_offset, next_offset - 1, log_append_time, self._log_start_offset, duplicate=False
+        )
+
+    def _maybe_roll(
+        self, append_bytes: int, append_max_timestamp: int, append_last_offset: int, now_ms: int
+    ) -> None:
+        """Kafka's shouldRoll, checked before an append."""
+        active = self._segments[-1]
+        if active.size == 0:
+            return
+        if active.rolling_timestamp >= 0:
+            waited = append_max_timestamp - active.rolling_timestamp
+        else:
+            waited = now_ms - active.created_ms
+        if (
+            active.size + append_bytes > self.config.segment_bytes
+            or waited > self.config.segment_ms
+            or active.is_index_full()
+            or append_last_offset - active.base_offset > _INT32_MAX
+        ):
+            self.roll()
+
+    def roll(self) -> None:
+        """Start a new active segment at the log end offset (no-op if the active one is empty)."""
+        self._check_open()
+        active = self._segments[-1]
+        if active.size == 0:
+            return
+        active.close_writers()
+        self._segments.append(
+            segment.LogSegment.create(
+                self.directory, self._log_end_offset, self.config, self._now_ms()
+            )
+        )
+        self._producers.write_snapshot(self._log_end_offset)
+
+    def roll_if_expired(self, now_ms: int) -> bool:
+        """Roll an active segment older than segment.ms even without appends, so a quiet
+        partition's data becomes eligible for retention."""
+        active = self._segments[-1]
+        if active.size > 0 and now_ms - active.created_ms > self.config.segment_ms:
+            self.roll()
+            return True
+        return False
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int, *, min_one_batch: bool = True
+    ) -> ReadResult:
+        """Whole batches from the one containing ``start_offset``, for a fetch.
+
+        Stops before ``max_bytes`` would be exceeded, except that with ``min_one_batch`` the
+        first batch is returned whatever its size (KIP-74), and before the first batch whose
+        last offset is >= ``max_offset`` (exclusive bound, the high watermark). Raises
+        ``OffsetOutOfRangeError`` outside [log start offset, log end offset].
+        """
+        self._check_open()
+        if start_offset < self._log_start_offset or start_offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {start_offset} is outside the log range "
+                f"[{self._log_start_offset}, {self._log_end_offset}] of {self.directory.name}"
+            )
+        ranges: list[FileRange] = []
+        total = 0
+        if start_offset >= max_offset or start_offset == self._log_end_offset:
+            return ReadResult(ranges, total)
+        for each in self._segments[self._segment_index(start_offset) :]:
+            position, length, stopped = each.read_slice(
+                start_offset, max_offset, max_bytes - total, min_one_batch and total == 0
+            )
+            if length > 0:
+                ranges.append(FileRange(each.read_file, position, length))
+                total += length
+            if stopped:
+                break
+        return ReadResult(ranges, total)
+
+    def _segment_index(self, offset: int) -> int:
+        """Index of the segment that would hold ``offset``."""
+        return max(0, bisect_right(self._segments, offset, key=_base_offset_of) - 1)
+
+    def _iter_headers_from(self, offset: int) -> Iterator[batches.BatchHeader]:
+        """Stored batch headers whose last offset is >= ``offset``, across segments."""
+        for each in self._segments[self._segment_index(offset) :]:
+            for _, header in each.iter_headers(each.offset_index.lookup(offset)):
+                if header.last_offset >= offset:
+                    yield header
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record at or after the log start whose timestamp
+        is >= ``timestamp_ms`` (ListOffsets by timestamp), or None if there is none.
+
+        Uncompressed batches are decoded, so the answer is exact. For a compressed batch the
+        answer is its first offset and max timestamp: a consumer seeking there reads a few
+        earlier records again but misses none. The caller filters by high watermark.
+        """
+        for each in self._segments:
+            if each.max_timestamp < timestamp_ms:
+                continue
+            start = max(each.time_index.lookup(timestamp_ms), self._log_start_offset)
+            for position, header in each.iter_headers(each.offset_index.lookup(start)):
+                if header.last_offset < self._log_start_offset:
+                    continue
+                if header.max_timestamp >= timestamp_ms:
+                    return self._first_record_at_or_after(each, position, header, timestamp_ms)
+        return None
+
+    def _first_record_at_or_after(
+        self, owner: segment.LogSegment, position: int, header: batches.BatchHeader, ts: int
+    ) -> tuple[int, int]:
+        first_offset = max(header.base_offset, self._log_start_offset)
+        if header.compression != batches.COMPRESSION_NONE:
+            return first_offset, header.max_timestamp
+        batch = os.pread(owner.read_file.fileno(), header.size, position)
+        for record in batches.iter_records(batch):
+            if record.offset >= first_offset and record.timestamp >= ts:
+                return record.offset, record.timestamp
+        return first_offset, header.max_timestamp
+
+    def max_timestamp_and_offset(self) -> tuple[int, int] | None:
+        """(timestamp, offset) of the record with the largest timestamp (ListOffsets -3), the
+        first such record if several; None if no batch has a timestamp. For a compressed
+        CreateTime batch the offset is the batch's first offset."""
+        best: segment.LogSegment | None = None
+        for each in self._segments:
+            if each.max_timestamp >= 0 and (
+                best is None or each.max_timestamp > best.max_timestamp
+            ):
+                best = each
+        if best is None:
+            return None
+        position = best.find_position(best.offset_of_max_timestamp)
+        if position >= best.size:
+            return None
+        header = next(best.iter_headers(position))[1]
+        if header.compression == batches.COMPRESSION_NONE:
+            batch = os.pread(best.read_file.fileno(), header.size, position)
+            for record in batches.iter_records(batch):
+                if record.timestamp == header.max_timestamp:
+                    return record.timestamp, record.offset
+        return header.max_timestamp, header.base_offset
+
+    # -- deleting old data -----------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: make ``offset`` the log start offset (if it is higher) and delete the
+        segments entirely below it. Returns the new log start offset (the low watermark)."""
+        self._check_open()
+        if offset < 0 or offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"cannot delete records before {offset}: the high watermark is "
+                f"{self._high_watermark}"
+            )
+        if offset > self._log_start_offset:
+            self._set_log_start_offset(offset)
+        self._delete_segments(self._deletable(self._below_log_start), self._now_ms())
+        return self._log_start_offset
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete segments past retention.ms / retention.bytes (when cleanup.policy includes
+        delete) and those below the log start offset. Returns how many were deleted."""
+        self._check_open()
+        deleted = 0
+        retention_ms = self.config.retention_ms
+        if self.config.deletes_old_segments and retention_ms >= 0:
+
+            def expired(candidate: segment.LogSegment, _: segment.LogSegment | None) -> bool:
+                return now_ms - candidate.largest_timestamp > retention_ms
+
+            deleted += self._delete_segments(self._deletable(expired), now_ms)
+        retention_bytes = self.config.retention_bytes
+        size = self.size_bytes
+        if self.config.deletes_old_segments and 0 <= retention_bytes <= size:
+            excess = size - retention_bytes
+
+            def over_size(candidate: segment.LogSegment, _: segment.LogSegment | None) -> bool:
+                nonlocal excess
+                if excess - candidate.size >= 0:
+                    excess -= candidate.size
+                    return True
+                return False
+
+            deleted += self._delete_segments(self._deletable(over_size), now_ms)
+        deleted += self._delete_segments(self._deletable(self._below_log_start), now_ms)
+        return deleted
+
+    def _below_log_start(self, _: segment.LogSegment, following: segment.LogSegment | None) -> bool:
+        return following is not None and following.base_offset <= self._log_start_offset
+
+    def _deletable(
+        self,
+        predicate: Callable[[segment.LogSegment, segment.LogSegment | None], bool],
+    ) -> list[segment.LogSegment]:
+        """The oldest segments, in order, while ``predicate`` holds, as Kafka chooses them:
+        only data below the high watermark, and never an empty active segment."""
+        chosen = []
+        for index, candidate in enumerate(self._segments):
+            following = self._segments[index + 1] if index + 1 < len(self._segments) else None
+            upper_bound = following.base_offset if following else self._log_end_offset
+            if self._high_watermark < upper_bound:
+                break
+            if following is None and candidate.size == 0:
+                break
+            if not predicate(candidate, following):
+                break
+            chosen.append(candidate)
+        return chosen
+
+    def _delete_segments(self, doomed: list[segment.LogSegment], now_ms: int) -> int:
+        if not doomed:
+            return 0
+        if len(doomed) == len(self._segments):
+            self.roll()  # a log always keeps an active segment
+        del self._segments[: len(doomed)]
+        self._schedule_deletion(doomed, now_ms)
+        if self._segments[0].base_offset > self._log_start_offset:
+            self._set_log_start_offset(self._segments[0].base_offset)
+        return len(doomed)
+
+    def _schedule_deletion(self, doomed: list[segment.LogSegment], now_ms: int) -> None:
+        deadline = now_ms + self.config.file_delete_delay_ms
+        for each in doomed:
+            each.mark_deleted()
+            self._pending_deletes.append((deadline, each))
+
+    def _set_log_start_offset(self, offset: int) -> None:
+        self._log_start_offset = offset
+        self._high_watermark = max(self._high_watermark, offset)
+        checkpoints.write_offset(self.directory / LOG_START_OFFSET_FILE, offset)
+        self._leader_epochs.truncate_from_start(offset)
+
+    def delete_expired_files(self, now_ms: int) -> int:
+        """Unlink ``*.deleted`` segments whose file.delete.delay.ms has passed."""
+        due = [each for deadline, each in self._pending_deletes if deadline <= now_ms]
+        self._pending_deletes = [
+            (deadline, each) for deadline, each in self._pending_deletes if deadline > now_ms
+        ]
+        for each in due:
+            each.delete_files()
+        return len(due)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every record at ``offset`` and above (a follower diverging from its leader).
+
+        As in Kafka, truncating at or below the first segment's base empties the log and
+        restarts it at ``offset``.
+        """
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self._log_end_offset:
+            return
+        now = self._now_ms()
+        if offset <= self._segments[0].base_offset:
+            doomed = list(self._segments)
+            self._segments = [segment.LogSegment.create(self.directory, offset, self.config, now)]
+            self._schedule_deletion(doomed, now)
+            self._set_log_start_offset(offset)
+        else:
+            doomed = [each for each in self._segments if each.base_offset >= offset]
+            del self._segments[len(self._segments) - len(doomed) :]
+            self._schedule_deletion(doomed, now)
+            self._segments[-1].truncate_to(offset)
+            self._log_start_offset = min(self._log_start_offset, offset)
+        self._log_end_offset = offset
+        self._high_watermark = min(self._high_watermark, offset)
+        if self._recovery_point > offset:
+            self._recovery_point = offset
+            checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, offset)
+        self._leader_epochs.truncate_from_end(offset)
+        self._rebuild_producer_state()
+
+    # -- durability and lifecycle ----------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync every segment and move the recovery point to the log end offset."""
+        self._check_open()
+        for each in self._segments:
+            each.flush()
+        self._recovery_point = self._log_end_offset
+        checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, self._recovery_point)
+        checkpoints.write_offset(self.directory / HIGH_WATERMARK_FILE, self._high_watermark)
+        self._unflushed_records = 0
+        self._last_flush_ms = self._now_ms()
+
+    def flush_rolled_segments(self) -> None:
+        """fsync segments that are no longer active, so recovery after a crash only has to
+        check the active one (Kafka flushes on roll)."""
+        active = self._segments[-1]
+        if self._recovery_point >= active.base_offset:
+            return
+        for each in self._segments[:-1]:
+            each.flush()
+        self._recovery_point = active.base_offset
+        checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, self._recovery_point)
+
+    def run_maintenance(self, now_ms: int) -> None:
+        """Periodic work: time roll, retention, delayed file deletion, producer expiry and
+        the flushes due. Blocking fsyncs happen here, not on the append path."""
+        if self._closed:
+            return
+        self.roll_if_expired(now_ms)
+        self.apply_retention(now_ms)
+        self.delete_expired_files(now_ms)
+        self._producers.remove_expired(now_ms, self.config.producer_id_expiration_ms)
+        if now_ms - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+        else:
+            self.flush_rolled_segments()
+
+    def close(self) -> None:
+        """Flush everything and mark the shutdown clean, so the next open checks nothing."""
+        if self._closed:
+            return
+        for each in self._segments:
+            each.close_writers()
+        self.flush()
+        self._producers.write_snapshot(self._log_end_offset)
+        checkpoints.write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
+        self._release_files()
+
+    def delete(self) -> None:
+        """Close without flushing and remove the partition directory.
+
+        The directory is first renamed to a ``-delete`` name, so a crash half-way leaves
+        something startup removes rather than a partial log it would load.
+        """
+        if not self._closed:
+            self._release_files()
+        doomed = self.directory.with_name(
+            f"{self.directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        )
+        self.directory.rename(doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def close_handles(self) -> None:
+        """Drop every file handle without writing anything, as Kafka does when a log dir
+        fails. The next open sees an unclean shutdown and recovers."""
+        if self._closed:
+            return
+        for each in self._segments:
+            each.release_handles()
+        for _, each in self._pending_deletes:
+            each.release_handles()
+        self._closed = True
+
+    def _release_files(self) -> None:
+        for each in self._segments:
+            each.release_handles()
+        for _, each in self._pending_deletes:
+            each.delete_files()
+        self._pending_deletes = []
+        self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"the log in {self.directory} is closed")
+
+
+def _base_offset_of(each: segment.LogSegment) -> int:
+    return each.base_offset
+
+
+def _segment_base_offsets(directory: Path) -> list[int]:
+    offsets = []
+    for path in directory.iterdir():
+        base_offset = segment.parse_base_offset(path.name, segment.LOG_SUFFIX)
+        if base_offset is not None:
+            offsets.append(base_offset)
+    known = set(offsets)
+    # Index files whose log is gone would otherwise be picked up by a later segment.
+    for suffix in (segment.INDEX_SUFFIX, segment.TIME_INDEX_SUFFIX):
+        for path in directory.glob(f"*{suffix}"):
+            orphan = segment.parse_base_offset(path.name, suffix)
+            if orphan is not None and orphan not in known:
+                path.unlink()
+    return sorted(offsets)
+
+
+def _remove_leftovers(directory: Path) -> None:
+    """Files of deletions and atomic writes that a crash interrupted."""
+    for path in directory.iterdir():
+        if path.name.endswith((segment.DELETED_SUFFIX, checkpoints.TEMPORARY_SUFFIX)):
+            path.unlink()
+
+
+def _recover_segments(segments: list[segment.LogSegment], selected: list[bool]) -> None:
+    """Recover the selected segments in order. A segment cut short invalidates the ones
+    after it (their offsets would no longer follow on), so those are deleted."""
+    for index, each in enumerate(list(segments)):
+        if not selected[index]:
+            continue
+        removed = each.recover()
+        if removed and index < len(segments) - 1:
+            for later in segments[index + 1 :]:
+                logger.warning("deleting %s after a torn segment before it", later.log_path)
+                later.delete_files()
+            del segments[index + 1 :]
+            return

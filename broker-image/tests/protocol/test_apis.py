@@ -1,0 +1,154 @@
+"""The codec against kio's own writers: what a client encodes, we decode; garbage is refused."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import random
+import struct
+
+import pytest
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from strom.protocol import apis, framing, shaping
+
+METADATA_FLAGS = {
+    "allow_auto_topic_creation": True,
+    "include_cluster_authorized_operations": False,
+    "include_topic_authorized_operations": False,
+}
+
+
+def encode_request(api_key: int, version: int, body: dict, correlation_id: int = 7) -> bytes:
+    request_type = load_request_schema(api_key, version)
+    header_type = request_type.__header_schema__
+    buffer = io.BytesIO()
+    entity_writer(header_type)(
+        buffer,
+        header_type(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id="test-client",
+        ),
+    )
+    entity_writer(request_type)(buffer, shaping.build(request_type, body))
+    return buffer.getvalue()
+
+
+def decode_response(api_key: int, version: int, parts: list) -> tuple[int, object]:
+    data = apis.joined(parts)
+    (size,) = struct.unpack_from(">i", data)
+    assert size == len(data) - 4
+    response_type = load_response_schema(api_key, version)
+    header, header_size = entity_reader(response_type.__header_schema__)(data, 4)
+    body, body_size = entity_reader(response_type)(data, 4 + header_size)
+    assert 4 + header_size + body_size == len(data)
+    return header.correlation_id, body
+
+
+@pytest.mark.parametrize("version", [0, 1, 5, 9, 12, 13])
+def test_metadata_request_of_every_generation_decodes(version: int) -> None:
+    frame = encode_request(3, version, {"topics": [{"name": "orders"}], **METADATA_FLAGS})
+    request = apis.decode_request(memoryview(frame))
+    assert request.header.api_key == 3
+    assert request.header.api_version == version
+    assert request.header.correlation_id == 7
+    assert request.header.client_id == "test-client"
+    assert [t.name for t in request.body.topics] == ["orders"]
+
+
+def test_response_encoding_round_trips_through_kio_reader() -> None:
+    response_type = apis.response_class(18, 3)
+    response = shaping.build(
+        response_type,
+        {"error_code": 0, "api_keys": apis.api_versions_entries(), "throttle_time": 0},
+    )
+    correlation_id, body = decode_response(18, 3, apis.encode_response(42, response))
+    assert correlation_id == 42
+    advertised = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+    assert advertised == {int(k): v for k, v in apis.SUPPORTED_VERSIONS.items()}
+
+
+def test_unsupported_api_versions_version_gets_v0_body_with_error_35() -> None:
+    correlation_id, body = decode_response(18, 0, apis.unsupported_api_versions_response(9))
+    assert correlation_id == 9
+    assert body.error_code == ErrorCode.unsupported_version
+    assert {k.api_key for k in body.api_keys} == {int(k) for k in apis.SUPPORTED_VERSIONS}
+
+
+def test_unknown_api_key_and_unsupported_version_are_refused() -> None:
+    with pytest.raises(apis.ProtocolError, match="unknown API key 999"):
+        apis.decode_request(memoryview(struct.pack(">hhi", 999, 0, 1) + b"\x00\x00"))
+    frame = encode_request(3, 12, {"topics": None, **METADATA_FLAGS})
+    patched = struct.pack(">h", 3) + struct.pack(">h", 99) + frame[4:]
+    with pytest.raises(apis.UnsupportedVersionError):
+        apis.decode_request(memoryview(patched))
+
+
+def test_truncated_and_padded_frames_are_protocol_errors() -> None:
+    frame = encode_request(
+        0,
+        9,
+        {
+            "acks": 1,
+            "timeout": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"x" * 40}]}],
+        },
+    )
+    for cut in range(0, len(frame)):
+        with pytest.raises(apis.ProtocolError):
+            apis.decode_request(memoryview(frame[:cut]))
+    with pytest.raises(apis.ProtocolError, match="trailing"):
+        apis.decode_request(memoryview(frame + b"\x00"))
+
+
+def test_random_mutations_only_ever_raise_protocol_error() -> None:
+    rng = random.Random(1234)
+    seeds = [
+        encode_request(3, 12, {"topics": [{"name": "orders"}], **METADATA_FLAGS}),
+        encode_request(18, 3, {"client_software_name": "x", "client_software_version": "1"}),
+        encode_request(
+            1,
+            12,
+            {
+                "max_wait": 500,
+                "min_bytes": 1,
+                "topics": [
+                    {
+                        "topic": "t",
+                        "partitions": [
+                            {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1024}
+                        ],
+                    }
+                ],
+                "forgotten_topics_data": [],
+            },
+        ),
+    ]
+    for _ in range(3000):
+        frame = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 4)):
+            frame[rng.randrange(len(frame))] = rng.randrange(256)
+        with contextlib.suppress(apis.ProtocolError):
+            apis.decode_request(memoryview(bytes(frame)))
+
+
+def test_frame_buffer_splits_stream_and_refuses_absurd_sizes() -> None:
+    buffer = framing.FrameBuffer(max_frame_bytes=100)
+    stream = struct.pack(">i", 3) + b"abc" + struct.pack(">i", 2) + b"de"
+    for byte in stream:  # one byte at a time, as a slow network would deliver
+        buffer.feed(bytes([byte]))
+    buffer.feed(b"")
+    # Frames are only handed out when asked for; both are complete now.
+    assert buffer.next_frame() == b"abc"
+    assert buffer.next_frame() == b"de"
+    assert buffer.next_frame() is None
+    buffer.feed(struct.pack(">i", 101))
+    with pytest.raises(framing.FrameSizeError):
+        buffer.next_frame()
+    negative = framing.FrameBuffer(max_frame_bytes=100)
+    negative.feed(struct.pack(">i", -5))
+    with pytest.raises(framing.FrameSizeError):
+        negative.next_frame()
