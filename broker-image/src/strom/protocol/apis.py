@@ -19,7 +19,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
-from strom.protocol import shaping
+from strom.protocol import guard, shaping
 
 
 class ApiKey(enum.IntEnum):
@@ -102,9 +102,10 @@ def peek_header(frame: memoryview) -> RequestHeader:
 
 
 @functools.cache
-def _request_reader(api_key: int, api_version: int) -> tuple[Any, Any]:
+def _request_codec(api_key: int, api_version: int) -> tuple[type[Any], type[Any], Any, Any]:
     schema = load_request_schema(api_key, api_version)
-    return entity_reader(schema.__header_schema__), entity_reader(schema)
+    header_schema = schema.__header_schema__
+    return header_schema, schema, entity_reader(header_schema), entity_reader(schema)
 
 
 def decode_request(frame: memoryview) -> Request:
@@ -119,19 +120,24 @@ def decode_request(frame: memoryview) -> Request:
                 f"{ApiKey(peeked.api_key).name} v{peeked.api_version} is not supported"
             )
         raise ProtocolError(f"unknown API key {peeked.api_key}")
-    header_reader, body_reader = _request_reader(peeked.api_key, peeked.api_version)
+    header_type, body_type, header_reader, body_reader = _request_codec(
+        peeked.api_key, peeked.api_version
+    )
+    try:
+        guard.check_request(frame, header_type, body_type)
+    except guard.LengthError as error:
+        raise ProtocolError(
+            f"malformed {ApiKey(peeked.api_key).name} v{peeked.api_version}: {error}"
+        ) from error
     try:
         header, header_size = header_reader(frame, 0)
-        body, body_size = body_reader(frame, header_size)
+        body, _ = body_reader(frame, header_size)
     except Exception as error:  # the native decoder raises several types on garbage
         raise ProtocolError(
             f"malformed {ApiKey(peeked.api_key).name} v{peeked.api_version}: {error}"
         ) from error
-    if header_size + body_size != len(frame):
-        raise ProtocolError(
-            f"{ApiKey(peeked.api_key).name} v{peeked.api_version} has "
-            f"{len(frame) - header_size - body_size} trailing bytes"
-        )
+    # Bytes after the body are ignored, as Kafka's own parser does: librdkafka 2.x
+    # sends Metadata v13 with a leftover field that Kafka brokers never notice.
     return Request(
         RequestHeader(peeked.api_key, peeked.api_version, peeked.correlation_id, header.client_id),
         body,
