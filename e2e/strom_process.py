@@ -1,0 +1,219 @@
+"""A real `strom-server` process for whole-system tests: start, wait ready, stop, kill, restart.
+
+The broker runs as its own process on free loopback ports with its data in a directory the
+test owns; restarts reuse the same directory and ports so clients reconnect to the same
+address. Every wait has a deadline; an early exit fails with the broker's stderr.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 20.0
+LOG_TAIL_CHARS = 6000
+
+# Every StromProcess currently running, so conftest can attach their logs to failing tests.
+live: list[StromProcess] = []
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_command() -> list[str]:
+    """The `strom-server` of the interpreter running the tests (the project's venv).
+
+    STROM_E2E_SERVER (a shell-quoted command) replaces it, e.g. to run the same tests
+    against a reference broker behind a shim that takes the same --override arguments.
+    """
+    override = os.environ.get("STROM_E2E_SERVER")
+    if override:
+        return shlex.split(override)
+    candidate = Path(sys.executable).parent / "strom-server"
+    if candidate.exists():
+        return [str(candidate)]
+    found = shutil.which("strom-server")
+    if found:
+        return [found]
+    raise RuntimeError("strom-server is not installed: run `make install` (pip install -e .)")
+
+
+class StromProcess:
+    """One broker process bound to fixed ports and a fixed data directory."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        overrides: Mapping[str, str] | None = None,
+        command: Sequence[str] | None = None,
+        port: int | None = None,
+        metrics_port: int | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.log_dir = self.data_dir / "log"
+        self.port = port or free_port()
+        self.metrics_port = metrics_port or free_port()
+        self.overrides = dict(overrides or {})
+        self.command = list(command) if command else server_command()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+        self._stderr_path: Path | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}"
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def argv(self) -> list[str]:
+        settings = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.log_dir),
+            "metrics.listener": f"http://127.0.0.1:{self.metrics_port}",
+            **self.overrides,
+        }
+        argv = list(self.command)
+        for key, value in settings.items():
+            argv += ["--override", f"{key}={value}"]
+        return argv
+
+    def start(self, timeout: float = READY_TIMEOUT_S) -> None:
+        """Start the broker and wait until /readyz answers 200."""
+        assert not self.running, "broker is already running"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.starts += 1
+        self._stderr_path = self.data_dir / f"stderr.{self.starts}.txt"
+        with self._stderr_path.open("wb") as stderr:
+            self.proc = subprocess.Popen(
+                self.argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+                cwd=self.data_dir,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        live.append(self)
+        self.wait_ready(timeout)
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        last_error = "no answer yet"
+        while True:
+            assert self.proc is not None
+            rc = self.proc.poll()
+            if rc is not None:
+                self._forget()
+                raise AssertionError(
+                    f"strom-server exited with {rc} before it was ready\n"
+                    f"argv: {self.argv()}\n--- stderr ---\n{self.log_tail()}"
+                )
+            try:
+                with urllib.request.urlopen(f"{self.metrics_url}/readyz", timeout=1.0) as r:
+                    if r.status == 200:
+                        return
+                    last_error = f"HTTP {r.status}"
+            except urllib.error.HTTPError as e:
+                last_error = f"HTTP {e.code}"
+            except OSError as e:  # refused, reset, timeout: not up yet
+                last_error = repr(e)
+            if time.monotonic() >= deadline:
+                self.kill()
+                raise AssertionError(
+                    f"strom-server not ready within {timeout}s (last /readyz: {last_error})\n"
+                    f"argv: {self.argv()}\n--- stderr ---\n{self.log_tail()}"
+                )
+            time.sleep(0.05)
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Graceful shutdown: SIGTERM, then assert exit status 0 within the deadline.
+
+        On a timeout the process is SIGKILLed (so nothing leaks) and the test fails.
+        """
+        if self.proc is None:
+            return
+        proc = self.proc
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+                self._forget()
+                raise AssertionError(
+                    f"strom-server did not exit within {timeout}s of SIGTERM; killed\n"
+                    f"--- stderr ---\n{self.log_tail()}"
+                ) from None
+        self._forget()
+        rc = proc.returncode
+        assert rc == 0, (
+            f"strom-server exited with {rc} on SIGTERM (expected 0)\n"
+            f"--- stderr ---\n{self.log_tail()}"
+        )
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no chance to flush or close anything."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(10)
+        self._forget()
+
+    def restart(self, *, graceful: bool = False, timeout: float = READY_TIMEOUT_S) -> None:
+        """Stop (SIGTERM and check, or SIGKILL) and start again on the same dir and ports."""
+        if graceful:
+            self.stop()
+        else:
+            self.kill()
+        self.start(timeout)
+
+    def log_tail(self, chars: int = LOG_TAIL_CHARS) -> str:
+        if self._stderr_path is None or not self._stderr_path.exists():
+            return "(no output)"
+        text = self._stderr_path.read_bytes()[-chars:].decode("utf-8", "replace")
+        return text or "(no output)"
+
+    def _forget(self) -> None:
+        with contextlib.suppress(ValueError):
+            live.remove(self)
+
+    def __repr__(self) -> str:
+        state = "running" if self.running else "stopped"
+        return f"StromProcess({self.bootstrap}, {state}, dir={self.data_dir})"
+
+
+@contextlib.contextmanager
+def running_broker(data_dir: Path, **kwargs: object) -> Iterator[StromProcess]:
+    """Start a broker, yield it, and stop it gracefully (asserting exit status 0)."""
+    broker = StromProcess(data_dir, **kwargs)  # type: ignore[arg-type]
+    broker.start()
+    try:
+        yield broker
+    except BaseException:
+        broker.kill()
+        raise
+    broker.stop()
