@@ -4,6 +4,7 @@ by timestamp, message.max.bytes, socket.request.max.bytes, Fetch long polling, m
 
 from __future__ import annotations
 
+import io
 import socket
 import struct
 import time
@@ -28,10 +29,15 @@ from confluent_kafka.admin import (
 )
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaPythonPartition
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from strom.protocol import shaping
+from strom.records import batches
 from strom_process import StromProcess
 
 MAX_MESSAGE_BYTES = 20_000
 REQUEST_MAX_BYTES = 200_000
+CORRUPT_MESSAGE = 2  # Kafka's error code for a batch failing its CRC
 
 
 @pytest.fixture(scope="module")
@@ -248,3 +254,109 @@ def test_metrics_expose_requests_bytes_and_log_sizes(broker: StromProcess, topic
     assert bytes_in and float(bytes_in[0].split()[-1]) >= 3000
     size_line = f'strom_log_size_bytes{{partition="0",topic="{topic}"}}'
     assert any(line.startswith(size_line) for line in text.splitlines())
+
+
+def metric_value(broker: StromProcess, prefix: str) -> float:
+    with urllib.request.urlopen(f"{broker.metrics_url}/metrics", timeout=10) as response:
+        for line in response.read().decode().splitlines():
+            if line.startswith(prefix):
+                return float(line.split()[-1])
+    return 0.0
+
+
+def test_large_fetches_are_sent_with_sendfile(
+    admin: AdminClient, broker: StromProcess, topic: str
+) -> None:
+    # 16 KiB values, ~1 MiB in all: fetch responses carry ranges far above the
+    # 64 KiB threshold, which go out with sendfile rather than through Python.
+    # This module's broker caps batches at 20 kB and requests at 200 kB.
+    big = {"max.message.bytes": "190000"}
+    admin.create_topics([NewTopic(topic, 1, 1, config=big)])[topic].result(30)
+    values = [bytes([65 + i % 26]) * 16_000 for i in range(64)]
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "linger.ms": 50,
+            "batch.size": 150_000,
+            "compression.type": "none",
+        }
+    )
+    for value in values:
+        producer.produce(topic, value=value, partition=0)
+    assert producer.flush(30) == 0
+    before = metric_value(broker, 'strom_fetch_record_bytes_sent_total{method="sendfile"}')
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "check.crcs": True,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        received = []
+        while len(received) < len(values):
+            message = consumer.poll(10)
+            assert message is not None and message.error() is None
+            received.append(message.value())
+    finally:
+        consumer.close()
+    assert received == values
+    after = metric_value(broker, 'strom_fetch_record_bytes_sent_total{method="sendfile"}')
+    assert after - before >= 500_000
+
+
+def raw_produce(broker: StromProcess, topic: str, batch: bytes) -> int:
+    """Send one Produce v9 over a plain socket; return the partition's error code."""
+    request_type = load_request_schema(0, 9)
+    header_type = request_type.__header_schema__
+    buffer = io.BytesIO()
+    entity_writer(header_type)(
+        buffer,
+        header_type(request_api_key=0, request_api_version=9, correlation_id=1, client_id="raw"),
+    )
+    entity_writer(request_type)(
+        buffer,
+        shaping.build(
+            request_type,
+            {
+                "acks": 1,
+                "timeout": 5000,
+                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+            },
+        ),
+    )
+    payload = buffer.getvalue()
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as connection:
+        connection.sendall(struct.pack(">i", len(payload)) + payload)
+        size = struct.unpack(">i", connection.recv(4, socket.MSG_WAITALL))[0]
+        data = connection.recv(size, socket.MSG_WAITALL)
+    response_type = load_response_schema(0, 9)
+    _, header_size = entity_reader(response_type.__header_schema__)(data, 0)
+    response, _ = entity_reader(response_type)(data, header_size)
+    return int(response.responses[0].partition_responses[0].error_code)
+
+
+def test_batch_with_bad_crc_is_refused_and_the_log_stays_clean(
+    broker: StromProcess, topic: str
+) -> None:
+    assert produce(broker, topic, [b"before"]) == [0]
+    good = bytearray(batches.build_batch([(b"k", b"v" * 100, [], 1_700_000_000_000)]))
+    good[-1] ^= 0xFF  # a flipped payload byte: the CRC no longer matches
+    assert raw_produce(broker, topic, bytes(good)) == CORRUPT_MESSAGE
+    assert produce(broker, topic, [b"after"]) == [1]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "check.crcs": True,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        values = [consumer.poll(10).value() for _ in range(2)]  # type: ignore[union-attr]
+    finally:
+        consumer.close()
+    assert values == [b"before", b"after"]

@@ -193,6 +193,7 @@ class KafkaConnection(asyncio.Protocol):
                     if len(data) != file_range.length:
                         raise ShortRead(f"{len(data)} of {file_range.length} bytes read")
                     pending += data
+                    self._metrics.fetch_bytes_sent.labels("copy").inc(file_range.length)
                     continue
                 if pending:
                     transport.write(pending)
@@ -202,6 +203,7 @@ class KafkaConnection(asyncio.Protocol):
                 )
                 if sent != file_range.length:
                     raise ShortRead(f"{sent} of {file_range.length} bytes sent")
+                self._metrics.fetch_bytes_sent.labels("sendfile").inc(sent)
                 if self._transport is None:
                     return
         if pending:

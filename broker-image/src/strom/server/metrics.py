@@ -59,6 +59,12 @@ class BrokerMetrics:
             ["topic"],
             registry=self.registry,
         )
+        self.fetch_bytes_sent = Counter(
+            "strom_fetch_record_bytes_sent",
+            "Record bytes sent in fetch responses, by how: sendfile (zero-copy) or copy",
+            ["method"],
+            registry=self.registry,
+        )
         self.connections = Gauge(
             "strom_connections",
             "Open client connections "
