@@ -1,0 +1,169 @@
+"""The connection protocol object fed bytes through a fake transport (uvicorn's way):
+ordering, pipelining, flow control and what happens to bad frames — no sockets."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from strom.config import broker as broker_config
+from strom.protocol import shaping
+from strom.server import broker as broker_module
+from strom.server import connection, dispatch
+
+
+class FakeTransport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.written = bytearray()
+        self.closed = False
+        self.reading = True
+
+    def write(self, data: Any) -> None:
+        self.written += data
+
+    def close(self) -> None:
+        self.closed = True
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 5555) if name == "peername" else default
+
+
+def request(api_key: int, version: int, body: dict[str, Any], correlation_id: int) -> bytes:
+    request_type = load_request_schema(api_key, version)
+    header_type = request_type.__header_schema__
+    buffer = io.BytesIO()
+    entity_writer(header_type)(
+        buffer,
+        header_type(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id="t",
+        ),
+    )
+    entity_writer(request_type)(buffer, shaping.build(request_type, body))
+    payload = buffer.getvalue()
+    return struct.pack(">i", len(payload)) + payload
+
+
+def api_versions(correlation_id: int, version: int = 3) -> bytes:
+    body = {"client_software_name": "t", "client_software_version": "1"}
+    return request(18, version, body, correlation_id)
+
+
+def responses(data: bytes, api_key: int, version: int) -> list[tuple[int, Any]]:
+    response_type = load_response_schema(api_key, version)
+    out = []
+    position = 0
+    while position < len(data):
+        (size,) = struct.unpack_from(">i", data, position)
+        frame = data[position + 4 : position + 4 + size]
+        header, header_size = entity_reader(response_type.__header_schema__)(frame, 0)
+        body, _ = entity_reader(response_type)(frame, header_size)
+        out.append((header.correlation_id, body))
+        position += 4 + size
+    return out
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> broker_module.Broker:
+    config = broker_config.BrokerConfig(
+        {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"}
+    )
+    return broker_module.Broker(config)
+
+
+def connect(
+    broker: broker_module.Broker, max_request_bytes: int = 1 << 20
+) -> tuple[connection.KafkaConnection, FakeTransport]:
+    dispatcher = dispatch.Dispatcher(broker)
+    protocol = connection.KafkaConnection(
+        dispatch=lambda r: dispatcher.dispatch(r, "PLAINTEXT"),
+        max_request_bytes=max_request_bytes,
+        metrics=broker.metrics,
+        on_close=lambda c: None,
+    )
+    transport = FakeTransport()
+    protocol.connection_made(transport)
+    return protocol, transport
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_pipelined_requests_are_answered_in_order(broker: broker_module.Broker) -> None:
+    protocol, transport = connect(broker)
+    stream = b"".join(api_versions(correlation_id) for correlation_id in range(1, 6))
+    protocol.data_received(stream[:7])  # split anywhere, as TCP may
+    protocol.data_received(stream[7:])
+    await settle()
+    answered = responses(bytes(transport.written), 18, 3)
+    assert [correlation_id for correlation_id, _ in answered] == [1, 2, 3, 4, 5]
+    assert all(body.error_code == ErrorCode.none for _, body in answered)
+    assert not transport.closed
+
+
+async def test_unknown_api_versions_version_gets_v0_error_35_and_stays_open(
+    broker: broker_module.Broker,
+) -> None:
+    protocol, transport = connect(broker)
+    frame = bytearray(api_versions(9))
+    struct.pack_into(">h", frame, 6, 42)  # the request's api_version
+    protocol.data_received(bytes(frame))
+    await settle()
+    [(correlation_id, body)] = responses(bytes(transport.written), 18, 0)
+    assert correlation_id == 9 and body.error_code == ErrorCode.unsupported_version
+    assert not transport.closed
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        struct.pack(">i", 10_000_000) + b"x",  # above socket.request.max.bytes
+        struct.pack(">i", -1),  # negative size
+        struct.pack(">ihhi", 8, 999, 0, 1),  # unknown API key
+        struct.pack(">ihhi", 8, 3, 99, 1),  # Metadata v99
+        struct.pack(">i", 3) + b"abc",  # shorter than any header
+    ],
+    ids=["oversized", "negative", "unknown-key", "unknown-version", "short"],
+)
+async def test_bad_frames_close_the_connection(broker: broker_module.Broker, frame: bytes) -> None:
+    protocol, transport = connect(broker, max_request_bytes=1 << 20)
+    protocol.data_received(frame)
+    await settle()
+    assert transport.closed
+    assert transport.written == b""
+
+
+async def test_reading_pauses_while_too_many_requests_wait(
+    broker: broker_module.Broker,
+) -> None:
+    protocol, transport = connect(broker)
+    # Fill the queue in one go before the worker runs: reading must pause...
+    protocol.data_received(
+        b"".join(api_versions(i) for i in range(connection.MAX_QUEUED_FRAMES + 5))
+    )
+    assert not transport.reading
+    await settle()
+    # ...and resume once the worker drained it.
+    assert transport.reading
+    assert len(responses(bytes(transport.written), 18, 3)) == connection.MAX_QUEUED_FRAMES + 5
