@@ -163,6 +163,11 @@ class PartitionLog:
         else:
             bases = [s.base_offset for s in segments]
             first_unflushed = max(0, bisect_right(bases, recovery_point) - 1)
+            logger.info(
+                "%s: unclean shutdown, recovering segments from offset %d",
+                directory.name,
+                bases[first_unflushed],
+            )
             _recover_segments(
                 segments,
                 [i >= first_unflushed or not ok for i, ok in enumerate(indexes_ok)],
@@ -733,6 +738,10 @@ def _recover_segments(segments: list[segment.LogSegment], selected: list[bool]) 
         if not selected[index]:
             continue
         removed = each.recover()
+        if removed:
+            logger.warning(
+                "%s: truncated %d bytes of a torn or corrupt tail", each.log_path, removed
+            )
         if removed and index < len(segments) - 1:
             for later in segments[index + 1 :]:
                 logger.warning("deleting %s after a torn segment before it", later.log_path)

@@ -1,0 +1,137 @@
+"""strom-server as a user starts it: defaults, a properties file, STROM_* variables,
+refusals of bad configuration that name the key, and graceful SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from strom_process import StromProcess, free_port, server_command
+
+
+def run_to_exit(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
+    completed = subprocess.run(
+        server_command() + args,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return completed.returncode, completed.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["--override", "log.segment.bytes=3"], {}, "log.segment.bytes"),
+        (["--override", "log.segmnt.bytes=100"], {}, "log.segment.bytes"),  # did you mean
+        (["--override", "num.partitions=many"], {}, "num.partitions"),
+        (["--override", "listeners=SSL://:9093"], {}, "listeners"),
+        ([], {"STROM_AUTO_CREATE_TOPICS_ENABLE": "perhaps"}, "auto.create.topics.enable"),
+        (["no-such-file.properties"], {}, "no-such-file.properties"),
+    ],
+    ids=["too-small", "misspelt", "not-a-number", "ssl", "env", "missing-file"],
+)
+def test_bad_configuration_is_refused_naming_the_key(
+    tmp_path: Path, args: list[str], env: dict[str, str], expected: str
+) -> None:
+    code, stderr = run_to_exit(args, tmp_path, env)
+    assert code == 2, stderr
+    assert expected in stderr
+    assert not (tmp_path / ".strom-data").exists(), "nothing is written before config is valid"
+
+
+def test_properties_file_and_environment_configure_the_broker(tmp_path: Path) -> None:
+    properties = tmp_path / "server.properties"
+    properties.write_text("# a Kafka-style file\nnum.partitions=2\nlog.retention.hours=12\n")
+    broker = StromProcess(tmp_path / "run", command=[*server_command(), str(properties)])
+    os.environ["STROM_NUM_PARTITIONS"] = "5"  # the environment wins over the file
+    try:
+        broker.start()
+    finally:
+        del os.environ["STROM_NUM_PARTITIONS"]
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        metadata = admin.list_topics("created-by-metadata", timeout=10)
+        assert len(metadata.topics["created-by-metadata"].partitions) == 5
+    finally:
+        broker.stop()
+
+
+def test_sigint_shuts_down_gracefully_and_restart_needs_no_recovery(tmp_path: Path) -> None:
+    broker = StromProcess(tmp_path)
+    broker.start()
+    AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics("t", timeout=10)
+    assert broker.proc is not None
+    broker.proc.send_signal(signal.SIGINT)
+    assert broker.proc.wait(20) == 0
+    assert "stopped cleanly" in broker.log_tail()
+    broker.start()
+    assert "unclean shutdown" not in broker.log_tail()
+    broker.kill()
+    broker.start()
+    assert "t-0: unclean shutdown, recovering segments from offset 0" in broker.log_tail()
+    broker.stop()
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def test_no_arguments_serves_localhost_9092_with_data_in_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    if not (port_is_free(9092) and port_is_free(9404)):
+        pytest.skip("9092 or 9404 is in use on this machine")
+    process = subprocess.Popen(
+        server_command(), cwd=tmp_path, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, process.stderr.read() if process.stderr else ""
+            try:
+                with urllib.request.urlopen("http://127.0.0.1:9404/readyz", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, "not ready in 30s"
+            time.sleep(0.05)
+        admin = AdminClient({"bootstrap.servers": "localhost:9092"})
+        assert admin.list_topics(timeout=10).brokers[1].port == 9092
+        assert (tmp_path / ".strom-data" / "meta.properties").exists()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(20) == 0
+
+
+def test_a_taken_port_is_a_clear_startup_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, stderr = run_to_exit(
+            [
+                "--override",
+                f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                "--override",
+                f"metrics.listener=http://127.0.0.1:{free_port()}",
+            ],
+            tmp_path,
+        )
+    assert code == 1
+    assert "failed to start" in stderr and str(port) in stderr
