@@ -54,3 +54,10 @@ class JavaPeers:
     def run_json_lines(self, main: str, *args: str, timeout: float = 120.0) -> list[Any]:
         done = self.run(main, *args, timeout=timeout)
         return [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+
+    def argv(self, main: str, *args: str) -> list[str]:
+        """The command line of a Java peer, for tests that run it as a long-lived process.
+
+        C1-only JIT: these short programs start faster and the 2-core CI box stays responsive.
+        """
+        return [self.java, "-XX:TieredStopAtLevel=1", "-cp", self.classpath, main, *args]

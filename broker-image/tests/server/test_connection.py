@@ -95,7 +95,7 @@ def connect(
 ) -> tuple[connection.KafkaConnection, FakeTransport]:
     dispatcher = dispatch.Dispatcher(broker)
     protocol = connection.KafkaConnection(
-        dispatch=lambda r: dispatcher.dispatch(r, "PLAINTEXT"),
+        dispatch=lambda r, peer: dispatcher.dispatch(r, "PLAINTEXT", peer),
         max_request_bytes=max_request_bytes,
         metrics=broker.metrics,
         on_close=lambda c: None,

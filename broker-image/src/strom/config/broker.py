@@ -351,6 +351,34 @@ class BrokerConfig:
         return self.get_int("group.initial.rebalance.delay.ms")
 
     @property
+    def group_min_session_timeout_ms(self) -> int:
+        return self.get_int("group.min.session.timeout.ms")
+
+    @property
+    def group_max_session_timeout_ms(self) -> int:
+        return self.get_int("group.max.session.timeout.ms")
+
+    @property
+    def group_max_size(self) -> int:
+        return self.get_int("group.max.size")
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        return self.get_int("offsets.retention.minutes") * 60_000
+
+    @property
+    def offsets_retention_check_interval_ms(self) -> int:
+        return self.get_int("offsets.retention.check.interval.ms")
+
+    @property
+    def offsets_topic_segment_bytes(self) -> int:
+        return self.get_int("offsets.topic.segment.bytes")
+
+    @property
+    def offset_metadata_max_bytes(self) -> int:
+        return self.get_int("offset.metadata.max.bytes")
+
+    @property
     def producer_id_expiration_ms(self) -> int:
         return self.get_int("producer.id.expiration.ms")
 

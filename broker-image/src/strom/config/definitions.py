@@ -442,6 +442,7 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("offsets.topic.segment.bytes", _I, "104857600", "Segment size of __consumer_offsets.", AtLeast(1)),
     ConfigDef("offsets.retention.minutes", _I, "10080", "Committed offsets of an empty group are kept this long.", AtLeast(1)),
     ConfigDef("offsets.retention.check.interval.ms", _L, "600000", "How often stale offsets are checked.", AtLeast(1)),
+    ConfigDef("offset.metadata.max.bytes", _I, "4096", "Largest metadata string a consumer may commit with an offset.", AtLeast(0)),
     ConfigDef("transaction.state.log.num.partitions", _I, "50", "Partitions of __transaction_state.", AtLeast(1)),
     ConfigDef("transaction.state.log.replication.factor", _SH, "1", "Replication factor of __transaction_state (Strom default 1, like Kafka's shipped server.properties; Kafka's built-in default is 3).", AtLeast(1)),
     ConfigDef("transaction.state.log.min.isr", _I, "1", "min.insync.replicas of __transaction_state (Strom default 1, like Kafka's shipped server.properties; Kafka's built-in default is 2).", AtLeast(1)),

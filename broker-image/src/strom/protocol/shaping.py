@@ -58,6 +58,9 @@ class _FieldPlan:
     is_array: bool
     convert: Callable[[Any], Any] | None
     null_if_missing: bool  # nullable and without a default: absent means null
+    # A non-nullable string or bytes field given None: versions before a field became
+    # nullable carry "" where later versions carry null (JoinGroup's protocol name, ...).
+    empty_if_null: str | bytes | None
 
 
 def _entity_of(annotation: Any) -> tuple[type[Any] | None, bool]:
@@ -100,9 +103,19 @@ def _make_plan(cls: type[Any]) -> tuple[_FieldPlan, ...]:
         no_default = (
             field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
         )
+        empty: str | bytes | None = None
+        if annotation is str:
+            empty = ""
+        elif annotation is bytes:
+            empty = b""
         plans.append(
             _FieldPlan(
-                field.name, nested, is_array, _CONVERTERS.get(kafka_type), nullable and no_default
+                field.name,
+                nested,
+                is_array,
+                _CONVERTERS.get(kafka_type),
+                nullable and no_default,
+                empty,
             )
         )
     return tuple(plans)
@@ -117,6 +130,8 @@ def build(cls: type[E], data: Mapping[str, Any]) -> E:
                 kwargs[plan.name] = None
             continue
         value = data[plan.name]
+        if value is None and plan.empty_if_null is not None:
+            value = plan.empty_if_null
         if plan.nested is not None and value is not None:
             if plan.is_array:
                 value = tuple(_build_item(plan.nested, item) for item in value)

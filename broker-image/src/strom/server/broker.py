@@ -11,13 +11,16 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from strom.cluster import metadata as cluster_metadata
 from strom.config import broker as broker_config
 from strom.config import topics as topic_config
+from strom.coordinator import groups as group_protocol
+from strom.coordinator import offsets_records
+from strom.records import batches
 from strom.replication import partition as replicated_partition
 from strom.server import connection as connections
 from strom.server import dispatch, http
@@ -27,6 +30,11 @@ from strom.storage import log_config, log_manager
 log = logging.getLogger(__name__)
 
 MAINTENANCE_INTERVAL_CAP_MS = 30_000
+OFFSETS_TOPIC = "__consumer_offsets"
+# Session and rebalance timeouts are checked this often.
+GROUP_TICK_S = 0.1
+# __consumer_offsets is read back in chunks of this size at startup.
+LOAD_CHUNK_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +66,18 @@ class Broker:
         self._http: http.HttpServer | None = None
         self._maintenance: asyncio.Task[None] | None = None
         self._dispatcher = dispatch.Dispatcher(self)
+        self.groups = group_protocol.GroupCoordinator(
+            group_protocol.CoordinatorConfig(
+                initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                min_session_timeout_ms=config.group_min_session_timeout_ms,
+                max_session_timeout_ms=config.group_max_session_timeout_ms,
+                max_group_size=config.group_max_size,
+                offsets_retention_ms=config.offsets_retention_ms,
+                offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+            ),
+            store=self._store_group_records,
+        )
+        self._group_timers: asyncio.Task[None] | None = None
         self.ready = False
         self.metrics.watch_logs(self._log_rows)
 
@@ -137,6 +157,58 @@ class Broker:
         topic = self.metadata.increase_partitions(name, total)
         self._open_partitions(topic)
 
+    # Consumer groups ---------------------------------------------------------------
+
+    def ensure_offsets_topic(self) -> cluster_metadata.TopicMetadata:
+        """`__consumer_offsets`, created on first use as Kafka does."""
+        existing = self.metadata.image.topics.get(OFFSETS_TOPIC)
+        if existing is not None:
+            return existing
+        topic = self.metadata.create_topic(
+            OFFSETS_TOPIC,
+            self.config.offsets_topic_num_partitions,
+            self.config.offsets_topic_replication_factor,
+            {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(self.config.offsets_topic_segment_bytes),
+            },
+        )
+        self._open_partitions(topic)
+        log.info("created %s with %d partitions", OFFSETS_TOPIC, topic.partitions)
+        return topic
+
+    def _store_group_records(
+        self, group_id: str, entries: list[tuple[bytes, bytes | None]]
+    ) -> None:
+        topic = self.ensure_offsets_topic()
+        index = offsets_records.partition_for(group_id, topic.partitions)
+        partition = self.partitions[(OFFSETS_TOPIC, index)]
+        now = self.clock()
+        data = bytearray(batches.build_batch([(key, value, [], now) for key, value in entries]))
+        headers = batches.validate_produce_batches(memoryview(data), len(data))
+        partition.append(data, headers, now_ms=now)
+
+    def _load_groups(self) -> None:
+        topic = self.metadata.image.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return
+        for index in range(topic.partitions):
+            partition = self.partitions[(OFFSETS_TOPIC, index)]
+            self.groups.load(_log_entries(partition), self.clock())
+        log.info("loaded %d consumer group(s) from %s", len(self.groups.groups), OFFSETS_TOPIC)
+
+    async def _run_group_timers(self) -> None:
+        next_expiry = self.clock() + self.config.offsets_retention_check_interval_ms
+        while True:
+            await asyncio.sleep(GROUP_TICK_S)
+            now = self.clock()
+            self.groups.tick(now)
+            if now >= next_expiry:
+                dropped = self.groups.expire_offsets(now)
+                if dropped:
+                    log.info("expired %d committed offset(s)", dropped)
+                next_expiry = now + self.config.offsets_retention_check_interval_ms
+
     def _log_rows(self) -> list[tuple[str, int, int, int, int, int]]:
         return [
             (
@@ -156,6 +228,7 @@ class Broker:
         self.logs.load_all(self.log_config)
         for topic in list(self.metadata.image.topics.values()):
             self._open_partitions(topic)
+        self._load_groups()
         loop = asyncio.get_running_loop()
         advertised_by_name = {a.name: a for a in self.config.advertised_listeners}
         for listener in self.config.client_listeners:
@@ -182,6 +255,7 @@ class Broker:
             self._http = http.HttpServer(self, host, port)
             await self._http.start()
         self._maintenance = loop.create_task(self._maintain())
+        self._group_timers = loop.create_task(self._run_group_timers())
         self.ready = True
         log.info(
             "Strom broker %d of cluster %s started with %d partition(s)",
@@ -192,7 +266,7 @@ class Broker:
 
     def _new_connection(self, listener_name: str) -> connections.KafkaConnection:
         connection = connections.KafkaConnection(
-            dispatch=lambda request: self._dispatcher.dispatch(request, listener_name),
+            dispatch=lambda request, peer: self._dispatcher.dispatch(request, listener_name, peer),
             max_request_bytes=self.config.socket_request_max_bytes,
             metrics=self.metrics,
             on_close=self._connections.discard,
@@ -219,10 +293,11 @@ class Broker:
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 5)
-        if self._maintenance is not None:
-            self._maintenance.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._maintenance
+        for task in (self._maintenance, self._group_timers):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._http is not None:
             await self._http.stop()
         self.logs.close_all()
@@ -233,6 +308,25 @@ class Broker:
             if endpoint.listener == listener_name:
                 return endpoint
         return self.advertised[0]
+
+
+def _log_entries(
+    partition: replicated_partition.Partition,
+) -> Iterator[tuple[bytes, bytes | None]]:
+    """(key, value) of every record of a partition, read in bounded chunks."""
+    offset = partition.log.log_start_offset
+    end = partition.high_watermark
+    while offset < end:
+        read = partition.log.read(offset, LOAD_CHUNK_BYTES, max_offset=end)
+        if read.total_bytes == 0:
+            break
+        data = read.read_into_bytes()
+        for header in batches.iter_batches(data):
+            batch = memoryview(data)[header.position : header.position + header.size]
+            for record in batches.iter_records(batch):
+                if record.key is not None:
+                    yield record.key, record.value
+            offset = header.last_offset + 1
 
 
 def to_log_config(topic: topic_config.TopicConfig) -> log_config.LogConfig:

@@ -28,8 +28,6 @@ MAX_QUEUED_FRAMES = 64
 # call has to wait for the transport buffer to drain, which costs more than a copy.
 SENDFILE_MIN_BYTES = 64 * 1024
 
-Handler = Callable[[apis.Request], Awaitable[Any | None]]
-
 
 class RecordRegions:
     """The record bytes of one partition in a fetch response: file ranges, sent as they are."""
@@ -45,6 +43,10 @@ class RecordRegions:
         return self.size
 
 
+class CloseConnection(Exception):
+    """Raised by a handler when Kafka's answer is to close the connection."""
+
+
 class ShortRead(Exception):
     """A file range shrank under us (truncation): the frame can't be completed."""
 
@@ -52,7 +54,7 @@ class ShortRead(Exception):
 class KafkaConnection(asyncio.Protocol):
     def __init__(
         self,
-        dispatch: Callable[[apis.Request], Awaitable[Any | None]],
+        dispatch: Callable[[apis.Request, str], Awaitable[Any | None]],
         max_request_bytes: int,
         metrics: broker_metrics.BrokerMetrics,
         on_close: Callable[[KafkaConnection], None],
@@ -70,6 +72,7 @@ class KafkaConnection(asyncio.Protocol):
         self._reading_paused = False
         self._closing = False
         self.peer = "?"
+        self.peer_host = ""
 
     # asyncio.Protocol ----------------------------------------------------------------
 
@@ -78,6 +81,7 @@ class KafkaConnection(asyncio.Protocol):
         self._transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.peer_host = f"/{peer[0]}" if peer else ""  # Kafka shows client hosts as /ip
         self._metrics.connections.inc()
         self._worker = asyncio.get_running_loop().create_task(self._work())
 
@@ -160,7 +164,11 @@ class KafkaConnection(asyncio.Protocol):
             self._fail("malformed", str(error))
             return False
         api_name = apis.ApiKey(request.header.api_key).name
-        response = await self._dispatch(request)
+        try:
+            response = await self._dispatch(request, self.peer_host)
+        except CloseConnection as error:
+            self._fail("closed_by_handler", str(error))
+            return False
         self._metrics.requests.labels(api_name, str(request.header.api_version)).inc()
         if response is not None:
             parts = apis.encode_response(request.header.correlation_id, response)

@@ -11,6 +11,7 @@ from strom.server.handlers import (
     cluster_info,
     configs,
     fetching,
+    groups,
     offsets,
     producer_ids,
     producing,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     listener: str
+    client_host: str
 
 
 Handler = Callable[["Broker", apis.Request, RequestContext], Awaitable[Any | None]]
@@ -42,6 +44,17 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,
     apis.ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
     apis.ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
+    apis.ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
+    apis.ApiKey.JOIN_GROUP: groups.handle_join_group,
+    apis.ApiKey.SYNC_GROUP: groups.handle_sync_group,
+    apis.ApiKey.HEARTBEAT: groups.handle_heartbeat,
+    apis.ApiKey.LEAVE_GROUP: groups.handle_leave_group,
+    apis.ApiKey.OFFSET_COMMIT: groups.handle_offset_commit,
+    apis.ApiKey.OFFSET_FETCH: groups.handle_offset_fetch,
+    apis.ApiKey.OFFSET_DELETE: groups.handle_offset_delete,
+    apis.ApiKey.LIST_GROUPS: groups.handle_list_groups,
+    apis.ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
+    apis.ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
 }
 
 assert set(HANDLERS) == set(apis.SUPPORTED_VERSIONS), "advertise exactly what is handled"
@@ -51,6 +64,6 @@ class Dispatcher:
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
 
-    async def dispatch(self, request: apis.Request, listener: str) -> Any | None:
+    async def dispatch(self, request: apis.Request, listener: str, client_host: str) -> Any | None:
         handler = HANDLERS[apis.ApiKey(request.header.api_key)]
-        return await handler(self._broker, request, RequestContext(listener))
+        return await handler(self._broker, request, RequestContext(listener, client_host))

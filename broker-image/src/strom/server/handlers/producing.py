@@ -14,6 +14,7 @@ from kio.schema.errors import ErrorCode
 
 from strom.protocol import apis, shaping
 from strom.records import batches as record_batches
+from strom.server import connection
 from strom.storage import producer_state
 
 if TYPE_CHECKING:
@@ -24,9 +25,11 @@ log = logging.getLogger(__name__)
 
 _ZERO_UUID = uuid.UUID(int=0)
 _VALID_ACKS = (-1, 0, 1)
+# Written only by the broker's own coordinators.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-class AcksZeroFailure(Exception):
+class AcksZeroFailure(connection.CloseConnection):
     """A produce with acks=0 failed: Kafka closes the connection so the client notices."""
 
 

@@ -1,0 +1,330 @@
+"""Consumer groups: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups.
+
+The protocol work lives in `strom.coordinator.groups`; these functions translate
+between its calls and every version of the messages.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kio.schema.errors import ErrorCode
+
+from strom.coordinator import groups as group_protocol
+from strom.protocol import apis, shaping
+
+if TYPE_CHECKING:
+    from strom.server.broker import Broker
+    from strom.server.dispatch import RequestContext
+
+GROUP_KEY_TYPE = 0
+_CLASSIC = "classic"
+
+
+def _response(request: apis.Request, data: dict[str, Any]) -> Any:
+    response_type = apis.response_class(request.header.api_key, request.header.api_version)
+    return shaping.build(response_type, {"throttle_time": 0, **data})
+
+
+async def handle_find_coordinator(
+    broker: Broker, request: apis.Request, context: RequestContext
+) -> Any:
+    body = request.body
+    key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
+    keys = list(getattr(body, "coordinator_keys", ()) or ())
+    if not keys and hasattr(body, "key"):
+        keys = [body.key]
+    endpoint = broker.endpoint_for(context.listener)
+    coordinators = []
+    for key in keys:
+        entry: dict[str, Any] = {
+            "key": key,
+            "node_id": broker.node_id,
+            "host": endpoint.host,
+            "port": endpoint.port,
+            "error_code": ErrorCode.none,
+            "error_message": None,
+        }
+        if key_type != GROUP_KEY_TYPE:
+            entry.update(
+                node_id=-1,
+                host="",
+                port=-1,
+                error_code=ErrorCode.coordinator_not_available,
+                error_message="Transactions are not supported by this broker yet",
+            )
+        elif not key:
+            entry.update(node_id=-1, host="", port=-1, error_code=ErrorCode.invalid_request)
+        else:
+            broker.ensure_offsets_topic()
+        coordinators.append(entry)
+    if request.header.api_version >= 4:
+        return _response(request, {"coordinators": coordinators})
+    single = coordinators[0]
+    return _response(request, {**single})
+
+
+def _protocols(body: Any) -> list[tuple[str, bytes]]:
+    return [(str(p.name), bytes(p.metadata)) for p in body.protocols]
+
+
+async def handle_join_group(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+    body = request.body
+    result = await broker.groups.join(
+        group_id=str(body.group_id),
+        member_id=str(body.member_id),
+        group_instance_id=getattr(body, "group_instance_id", None),
+        client_id=request.header.client_id or "",
+        client_host=context.client_host,
+        session_timeout_ms=shaping.as_millis(body.session_timeout),
+        rebalance_timeout_ms=shaping.as_millis(getattr(body, "rebalance_timeout", -1)),
+        protocol_type=str(body.protocol_type),
+        protocols=_protocols(body),
+        version=request.header.api_version,
+        now_ms=broker.clock(),
+    )
+    return _response(
+        request,
+        {
+            "error_code": result.error,
+            "generation_id": result.generation_id,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name,
+            "leader": result.leader_id,
+            "skip_assignment": result.skip_assignment,
+            "member_id": result.member_id,
+            "members": [
+                {"member_id": member_id, "group_instance_id": instance_id, "metadata": metadata}
+                for member_id, instance_id, metadata in result.members
+            ],
+        },
+    )
+
+
+async def handle_sync_group(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+    body = request.body
+    result = await broker.groups.sync(
+        group_id=str(body.group_id),
+        generation_id=int(body.generation_id),
+        member_id=str(body.member_id),
+        group_instance_id=getattr(body, "group_instance_id", None),
+        protocol_type=getattr(body, "protocol_type", None),
+        protocol_name=getattr(body, "protocol_name", None),
+        assignments=[(str(a.member_id), bytes(a.assignment)) for a in body.assignments],
+        now_ms=broker.clock(),
+    )
+    return _response(
+        request,
+        {
+            "error_code": result.error,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name,
+            "assignment": result.assignment,
+        },
+    )
+
+
+async def handle_heartbeat(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+    body = request.body
+    error = broker.groups.heartbeat(
+        group_id=str(body.group_id),
+        generation_id=int(body.generation_id),
+        member_id=str(body.member_id),
+        group_instance_id=getattr(body, "group_instance_id", None),
+        now_ms=broker.clock(),
+    )
+    return _response(request, {"error_code": error})
+
+
+async def handle_leave_group(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+    body = request.body
+    if hasattr(body, "members"):
+        leaving = [(str(m.member_id), m.group_instance_id) for m in body.members]
+    else:
+        leaving = [(str(body.member_id), None)]
+    error, results = broker.groups.leave(str(body.group_id), leaving, broker.clock())
+    if not hasattr(body, "members") and results:
+        error = results[0][2]  # v0-2 answer for the one member
+    return _response(
+        request,
+        {
+            "error_code": error,
+            "members": [
+                {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}
+                for member_id, instance_id, code in results
+            ],
+        },
+    )
+
+
+async def handle_offset_commit(
+    broker: Broker, request: apis.Request, context: RequestContext
+) -> Any:
+    body = request.body
+    wanted = []
+    unknown: set[tuple[str, int]] = set()
+    for topic in body.topics:
+        for p in topic.partitions:
+            key = (str(topic.name), int(p.partition_index))
+            if broker.partition(*key) is None:
+                unknown.add(key)
+                continue
+            wanted.append(
+                (
+                    key[0],
+                    key[1],
+                    int(p.committed_offset),
+                    int(getattr(p, "committed_leader_epoch", -1)),
+                    p.committed_metadata,
+                )
+            )
+    outcome = broker.groups.commit_offsets(
+        group_id=str(body.group_id),
+        generation_id=int(body.generation_id_or_member_epoch),
+        member_id=str(body.member_id),
+        group_instance_id=getattr(body, "group_instance_id", None),
+        offsets=wanted,
+        now_ms=broker.clock(),
+    )
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            key = (str(topic.name), int(p.partition_index))
+            if key in unknown:
+                code = ErrorCode.unknown_topic_or_partition
+            elif isinstance(outcome, ErrorCode):
+                code = outcome
+            else:
+                code = outcome.get(key, ErrorCode.none)
+            partitions.append({"partition_index": key[1], "error_code": code})
+        topics.append({"name": topic.name, "partitions": partitions})
+    return _response(request, {"topics": topics})
+
+
+def _fetched_group(broker: Broker, group_id: str, topics: Any) -> dict[str, Any]:
+    wanted: list[tuple[str, int]] | None = None
+    if topics is not None:
+        wanted = [(str(t.name), int(i)) for t in topics for i in t.partition_indexes]
+    committed = broker.groups.fetch_offsets(group_id, wanted)
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), offset in committed.items():
+        by_topic.setdefault(topic, []).append(
+            {
+                "partition_index": partition,
+                "committed_offset": offset.offset if offset else -1,
+                "committed_leader_epoch": offset.leader_epoch if offset else -1,
+                "metadata": offset.metadata if offset else "",
+                "error_code": ErrorCode.none,
+            }
+        )
+    return {
+        "group_id": group_id,
+        "error_code": ErrorCode.none,
+        "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
+    }
+
+
+async def handle_offset_fetch(
+    broker: Broker, request: apis.Request, context: RequestContext
+) -> Any:
+    body = request.body
+    if hasattr(body, "groups"):  # v8+: several groups per request
+        return _response(
+            request,
+            {"groups": [_fetched_group(broker, str(g.group_id), g.topics) for g in body.groups]},
+        )
+    return _response(request, _fetched_group(broker, str(body.group_id), body.topics))
+
+
+async def handle_offset_delete(
+    broker: Broker, request: apis.Request, context: RequestContext
+) -> Any:
+    body = request.body
+    wanted = [(str(t.name), int(p.partition_index)) for t in body.topics for p in t.partitions]
+    outcome = broker.groups.delete_offsets(str(body.group_id), wanted)
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            key = (str(topic.name), int(p.partition_index))
+            code = ErrorCode.none if isinstance(outcome, ErrorCode) else outcome[key]
+            partitions.append({"partition_index": key[1], "error_code": code})
+        topics.append({"name": topic.name, "partitions": partitions})
+    top = outcome if isinstance(outcome, ErrorCode) else ErrorCode.none
+    return _response(request, {"error_code": top, "topics": topics})
+
+
+async def handle_list_groups(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+    body = request.body
+    states = {str(s).lower() for s in getattr(body, "states_filter", ()) or ()}
+    types = {str(t).lower() for t in getattr(body, "types_filter", ()) or ()}
+    groups = []
+    if not types or _CLASSIC in types:
+        groups = [
+            {
+                "group_id": g.group_id,
+                "protocol_type": g.protocol_type or "",
+                "group_state": g.state.value,
+                "group_type": _CLASSIC,
+            }
+            for g in broker.groups.list_groups(states or None)
+        ]
+    return _response(request, {"error_code": ErrorCode.none, "groups": groups})
+
+
+async def handle_describe_groups(
+    broker: Broker, request: apis.Request, context: RequestContext
+) -> Any:
+    described = []
+    for group_id in request.body.groups:
+        group = broker.groups.groups.get(str(group_id))
+        if group is None:
+            missing = request.header.api_version >= 6
+            described.append(
+                {
+                    "error_code": ErrorCode.group_id_not_found if missing else ErrorCode.none,
+                    "error_message": f"Group {group_id} not found." if missing else None,
+                    "group_id": group_id,
+                    "group_state": group_protocol.GroupState.DEAD.value,
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": (),
+                }
+            )
+            continue
+        protocol = group.protocol_name or ""
+        stable = group.state == group_protocol.GroupState.STABLE
+        described.append(
+            {
+                "error_code": ErrorCode.none,
+                "error_message": None,
+                "group_id": group.group_id,
+                "group_state": group.state.value,
+                "protocol_type": group.protocol_type or "",
+                "protocol_data": protocol if stable else "",
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "group_instance_id": m.group_instance_id,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "member_metadata": m.metadata_for(protocol) if stable else b"",
+                        "member_assignment": m.assignment if stable else b"",
+                    }
+                    for m in group.members.values()
+                ],
+            }
+        )
+    return _response(request, {"groups": described})
+
+
+async def handle_delete_groups(
+    broker: Broker, request: apis.Request, context: RequestContext
+) -> Any:
+    results = broker.groups.delete_groups([str(g) for g in request.body.groups_names])
+    return _response(
+        request,
+        {"results": [{"group_id": g, "error_code": code} for g, code in results.items()]},
+    )
