@@ -204,3 +204,30 @@ def test_restarted_member_resumes_after_its_commits_across_a_broker_crash(
     gc.check_member_errors([first, second])
     # Exactly the records after the commits, once: together the two read everything.
     gc.check_exactly_once([first, second], produced)
+
+
+@pytest.mark.timeout(120)
+def test_clients_cannot_write_or_delete_consumer_offsets(broker: StromProcess) -> None:
+    from confluent_kafka import KafkaError, KafkaException, Message, Producer
+    from confluent_kafka.admin import AdminClient
+
+    gc.create_topic(broker.bootstrap, "made-so-offsets-exist", 1)
+    gc.committed_offsets(broker.bootstrap, "any", "made-so-offsets-exist", 1)  # creates it
+    errors: list[KafkaError] = []
+
+    def report(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            errors.append(err)
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "message.timeout.ms": 20_000})
+    producer.produce("__consumer_offsets", value=b"forged", partition=0, on_delivery=report)
+    assert producer.flush(30) == 0
+    assert [e.code() for e in errors] == [KafkaError.TOPIC_EXCEPTION], errors
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    with pytest.raises(KafkaException) as refused:
+        admin.delete_topics(["__consumer_offsets"], operation_timeout=30)[
+            "__consumer_offsets"
+        ].result(60)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_EXCEPTION
+    assert "__consumer_offsets" in admin.list_topics(timeout=30).topics

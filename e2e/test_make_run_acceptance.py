@@ -1,14 +1,13 @@
 """The README's acceptance check: a plain librdkafka producer with nothing but
 bootstrap.servers writes to a topic that does not exist yet (auto-created on Metadata with
-the default num.partitions=1), and a consumer reads the records back."""
+the default num.partitions=1), and a consumer group reads the records back."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer
-from confluent_kafka import TopicPartition as TP
+from confluent_kafka import Consumer, KafkaError, Message, Producer
 from strom_process import StromProcess
 
 
@@ -30,17 +29,19 @@ def test_plain_producer_auto_created_topic(strom: StromProcess, topic: str) -> N
     assert not errors, errors
     assert sorted(delivered) == [(0, i) for i in range(10)], delivered
 
+    # As in the README: a consumer group with the broker's default settings (so the
+    # first rebalance waits group.initial.rebalance.delay.ms = 3 s).
     consumer = Consumer(
         {
             "bootstrap.servers": strom.bootstrap,
-            "group.id": "e2e-unused",  # required by librdkafka; unused with assign()
-            "enable.auto.commit": False,
+            "group.id": f"readers-{topic}",
+            "auto.offset.reset": "earliest",
         }
     )
     try:
         md = consumer.list_topics(topic, timeout=10)
         assert list(md.topics[topic].partitions) == [0], "auto-created with num.partitions=1"
-        consumer.assign([TP(topic, 0, OFFSET_BEGINNING)])
+        consumer.subscribe([topic])
         values = []
         deadline = time.monotonic() + 30
         while len(values) < 10 and time.monotonic() < deadline:

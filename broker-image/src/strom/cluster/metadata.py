@@ -19,6 +19,10 @@ from pathlib import Path
 _LEGAL_TOPIC_CHARS = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
 METADATA_FILE = "strom-metadata.json"
+OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTIONS_TOPIC = "__transaction_state"
+# Written only by the broker's own coordinators; clients may not produce to or delete them.
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTIONS_TOPIC})
 META_PROPERTIES = "meta.properties"
 
 

@@ -112,6 +112,13 @@ class Group:
         self.state = state
         self.state_timestamp_ms = now_ms
 
+    def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
+        """Another incarnation of this static member has joined since (KIP-345)."""
+        if not instance_id:
+            return False
+        current = self.static_members.get(instance_id)
+        return current is not None and current != member_id
+
     def supports(self, protocol_type: str, protocols: Sequence[tuple[str, bytes]]) -> bool:
         """Kafka's rule: a new member must share the group's protocol type and at least
         one protocol with every current member."""
@@ -421,11 +428,11 @@ class GroupCoordinator:
         protocols: list[tuple[str, bytes]],
         now_ms: int,
     ) -> JoinResult:
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            return JoinResult(ErrorCode.fenced_instance_id, member_id=member_id)
         member = group.members.get(member_id)
         if member is None:
             return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)
-        if group_instance_id and group.static_members.get(group_instance_id) != member_id:
-            return JoinResult(ErrorCode.fenced_instance_id, member_id=member_id)
         member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
         if group.state == GroupState.PREPARING_REBALANCE:
             member.protocols = list(protocols)
@@ -585,11 +592,11 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or group.state == GroupState.DEAD:
             return SyncResult(ErrorCode.unknown_member_id)
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            return SyncResult(ErrorCode.fenced_instance_id)
         member = group.members.get(member_id)
         if member is None:
             return SyncResult(ErrorCode.unknown_member_id)
-        if group_instance_id and group.static_members.get(group_instance_id) != member_id:
-            return SyncResult(ErrorCode.fenced_instance_id)
         if generation_id != group.generation_id:
             return SyncResult(ErrorCode.illegal_generation)
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
@@ -635,11 +642,11 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or group.state in (GroupState.DEAD, GroupState.EMPTY):
             return ErrorCode.unknown_member_id
+        if group.is_static_member_fenced(group_instance_id, member_id):
+            return ErrorCode.fenced_instance_id
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
-        if group_instance_id and group.static_members.get(group_instance_id) != member_id:
-            return ErrorCode.fenced_instance_id
         if generation_id != group.generation_id:
             return ErrorCode.illegal_generation
         member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
@@ -726,21 +733,23 @@ class GroupCoordinator:
                 if now_ms - max(committed.commit_timestamp_ms, group.state_timestamp_ms)
                 >= retention
             ]
-            if not expired:
-                continue
-            for key in expired:
-                del group.offsets[key]
-            self._store(
-                group.group_id,
-                [
-                    (records.offset_key(records.OffsetKey(group.group_id, t, p)), None)
-                    for t, p in expired
-                ],
-            )
-            dropped += len(expired)
-            if not group.offsets and not group.members:
-                self._delete_group(group)
+            dropped += self._drop_offsets(group, expired)
         return dropped
+
+    def _drop_offsets(self, group: Group, keys: list[tuple[str, int]]) -> int:
+        """Forget these committed offsets and store their tombstones; a group left with
+        neither members nor offsets is deleted, as Kafka's cleanup does."""
+        if not keys:
+            return 0
+        for key in keys:
+            del group.offsets[key]
+        self._store(
+            group.group_id,
+            [(records.offset_key(records.OffsetKey(group.group_id, t, p)), None) for t, p in keys],
+        )
+        if group.state == GroupState.EMPTY and not group.offsets and not group.members:
+            self._delete_group(group)
+        return len(keys)
 
     # Offsets -------------------------------------------------------------------------
 
@@ -766,7 +775,7 @@ class GroupCoordinator:
             group = self.groups[group_id] = Group(group_id, now_ms)
         if generation_id < 0 and group.state == GroupState.EMPTY:
             pass  # a commit from outside the group's protocol: admin tools, assign() users
-        elif group_instance_id and group.static_members.get(group_instance_id) != member_id:
+        elif group.is_static_member_fenced(group_instance_id, member_id):
             return ErrorCode.fenced_instance_id
         elif group.state == GroupState.COMPLETING_REBALANCE:
             return ErrorCode.rebalance_in_progress
@@ -822,15 +831,19 @@ class GroupCoordinator:
             if topic in subscribed:
                 results[(topic, partition)] = ErrorCode.group_subscribed_to_topic
                 continue
-            if group.offsets.pop((topic, partition), None) is not None:
+            if (topic, partition) in group.offsets and (topic, partition) not in deleted:
                 deleted.append((topic, partition))
             results[(topic, partition)] = ErrorCode.none
-        if deleted:
-            self._store(
-                group_id,
-                [(records.offset_key(records.OffsetKey(group_id, t, p)), None) for t, p in deleted],
-            )
+        self._drop_offsets(group, deleted)
         return results
+
+    def forget_topic(self, topic: str) -> int:
+        """A deleted topic's committed offsets go too (Kafka's onPartitionsDeleted), so a
+        topic created again under the same name starts without them. Returns the count."""
+        return sum(
+            self._drop_offsets(group, [key for key in group.offsets if key[0] == topic])
+            for group in list(self.groups.values())
+        )
 
     def _subscribed_topics(self, group: Group) -> set[str]:
         if group.state == GroupState.EMPTY or group.protocol_type != CONSUMER_PROTOCOL:

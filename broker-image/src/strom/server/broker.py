@@ -30,7 +30,7 @@ from strom.storage import log_config, log_manager
 log = logging.getLogger(__name__)
 
 MAINTENANCE_INTERVAL_CAP_MS = 30_000
-OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_TOPIC = cluster_metadata.OFFSETS_TOPIC
 # Session and rebalance timeouts are checked this often.
 GROUP_TICK_S = 0.1
 # __consumer_offsets is read back in chunks of this size at startup.
@@ -80,6 +80,7 @@ class Broker:
         self._group_timers: asyncio.Task[None] | None = None
         self.ready = False
         self.metrics.watch_logs(self._log_rows)
+        self.metrics.watch_groups(self._group_rows)
 
     # Topics and partitions -----------------------------------------------------------
 
@@ -148,7 +149,8 @@ class Broker:
         for index in range(topic.partitions):
             self.partitions.pop((name, index), None)
             self.logs.delete_partition(name, index)
-        log.info("deleted topic %s", name)
+        dropped = self.groups.forget_topic(name)
+        log.info("deleted topic %s (and %d committed offset(s) of it)", name, dropped)
 
     def add_partitions(self, name: str, total: int, validate_only: bool) -> None:
         if validate_only:
@@ -208,6 +210,18 @@ class Broker:
                 if dropped:
                     log.info("expired %d committed offset(s)", dropped)
                 next_expiry = now + self.config.offsets_retention_check_interval_ms
+
+    def _group_rows(self) -> list[broker_metrics.GroupRow]:
+        rows: list[broker_metrics.GroupRow] = []
+        for group in list(self.groups.groups.values()):
+            offsets = []
+            for (topic, index), committed in group.offsets.items():
+                partition = self.partitions.get((topic, index))
+                if partition is not None:
+                    behind = max(partition.high_watermark - committed.offset, 0)
+                    offsets.append((topic, index, committed.offset, behind))
+            rows.append((group.group_id, group.state.value, len(group.members), offsets))
+        return rows
 
     def _log_rows(self) -> list[tuple[str, int, int, int, int, int]]:
         return [

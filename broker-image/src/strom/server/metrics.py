@@ -82,6 +82,51 @@ class BrokerMetrics:
         """Register a scrape-time view of (topic, partition, size, start, end, segments)."""
         self.registry.register(_LogCollector(rows))
 
+    def watch_groups(self, rows: Callable[[], Iterable[GroupRow]]) -> None:
+        """Register a scrape-time view of consumer groups and their lag."""
+        self.registry.register(_GroupCollector(rows))
+
+
+# (group id, state, member count, [(topic, partition, committed offset, lag)])
+GroupRow = tuple[str, str, int, list[tuple[str, int, int, int]]]
+
+
+class _GroupCollector(Collector):
+    def __init__(self, rows: Callable[[], Iterable[GroupRow]]) -> None:
+        self._rows = rows
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        by_state = GaugeMetricFamily(
+            "strom_consumer_groups",
+            "Consumer groups coordinated here, by state "
+            "(kafka.coordinator.group:type=GroupMetadataManager,name=NumGroups<State>)",
+            labels=["state"],
+        )
+        members = GaugeMetricFamily(
+            "strom_consumer_group_members", "Members of a consumer group", labels=["group"]
+        )
+        committed = GaugeMetricFamily(
+            "strom_consumer_group_committed_offset",
+            "Offset a group committed for a partition",
+            labels=["group", "topic", "partition"],
+        )
+        lag = GaugeMetricFamily(
+            "strom_consumer_group_lag",
+            "High watermark minus the committed offset (Kafka Exporter's kafka_consumergroup_lag)",
+            labels=["group", "topic", "partition"],
+        )
+        states: dict[str, int] = {}
+        for group_id, state, member_count, offsets in self._rows():
+            states[state] = states.get(state, 0) + 1
+            members.add_metric([group_id], member_count)
+            for topic, partition, offset, behind in offsets:
+                labels = [group_id, topic, str(partition)]
+                committed.add_metric(labels, offset)
+                lag.add_metric(labels, behind)
+        for state, count in sorted(states.items()):
+            by_state.add_metric([state], count)
+        yield from (by_state, members, committed, lag)
+
 
 class _LogCollector(Collector):
     def __init__(self, rows: Callable[[], Iterable[tuple[str, int, int, int, int, int]]]) -> None:

@@ -51,7 +51,7 @@ def topic_entry(broker: Broker, topic: cluster_metadata.TopicMetadata) -> dict[s
         "error_code": ErrorCode.none,
         "name": topic.name,
         "topic_id": topic.topic_id,
-        "is_internal": topic.name.startswith("__"),
+        "is_internal": topic.name in cluster_metadata.INTERNAL_TOPICS,
         "partitions": partitions,
     }
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from strom.cluster import metadata as cluster_metadata
 from strom.protocol import apis, shaping
 from strom.records import batches as record_batches
 from strom.server import connection
@@ -25,8 +26,6 @@ log = logging.getLogger(__name__)
 
 _ZERO_UUID = uuid.UUID(int=0)
 _VALID_ACKS = (-1, 0, 1)
-# Written only by the broker's own coordinators.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 class AcksZeroFailure(connection.CloseConnection):
@@ -66,6 +65,12 @@ async def handle_produce(broker: Broker, request: apis.Request, context: Request
                     ErrorCode.unknown_topic_id if topic_id else ErrorCode.unknown_topic_or_partition
                 )
                 result = _partition_result(index, error)
+            elif name in cluster_metadata.INTERNAL_TOPICS:
+                result = _partition_result(
+                    index,
+                    ErrorCode.invalid_topic_exception,
+                    f"Cannot append to internal topic {name}",
+                )
             else:
                 result = _append(broker, name, index, partition_data.records, acks, body)
             if result["error_code"] != ErrorCode.none:

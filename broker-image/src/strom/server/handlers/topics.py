@@ -155,6 +155,9 @@ async def handle_delete_topics(
             if stored is None:
                 response["error_code"] = ErrorCode.unknown_topic_or_partition
                 response["error_message"] = "This server does not host this topic-partition."
+            elif name in cluster_metadata.INTERNAL_TOPICS:
+                response["error_code"] = ErrorCode.invalid_topic_exception
+                response["error_message"] = f"Internal topic {name} cannot be deleted."
             else:
                 response["topic_id"] = stored.topic_id
                 broker.delete_topic(name)
