@@ -66,10 +66,12 @@ def metric_values(broker: StromProcess, name: str, group: str) -> dict[int, floa
     """{partition: value} of a per-partition group metric on the broker's /metrics."""
     with urllib.request.urlopen(f"{broker.metrics_url}/metrics", timeout=10) as response:
         text = response.read().decode()
-    pattern = re.compile(
-        rf'^{name}\{{group="{re.escape(group)}",topic="[^"]*",partition="(\d+)"\}} (\S+)$', re.M
-    )
-    return {int(p): float(v) for p, v in pattern.findall(text)}
+    out = {}
+    for labels, value in re.findall(rf"^{name}\{{(.*)\}} (\S+)$", text, re.M):
+        parsed = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        if parsed.get("group") == group:
+            out[int(parsed["partition"])] = float(value)
+    return out
 
 
 def listed(java_peers: JavaPeers, broker: StromProcess) -> set[str]:
