@@ -546,3 +546,20 @@ def test_record_formats_round_trip() -> None:
         offsets_records.parse_offset_value(offsets_records.offset_value(value)[:-3])
     with pytest.raises(offsets_records.RecordFormatError):
         offsets_records.parse_key(b"\x00\x09")
+
+
+async def test_a_commit_the_store_cannot_write_is_refused_and_not_remembered() -> None:
+    def full_disk(group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
+        raise groups.StoreFailed("No space left on device")
+
+    c = groups.GroupCoordinator(groups.CoordinatorConfig(), full_disk)
+    outcome = c.commit_offsets(
+        group_id="tools",
+        generation_id=-1,
+        member_id="",
+        group_instance_id=None,
+        offsets=[("t", 0, 5, -1, "")],
+        now_ms=T0,
+    )
+    assert outcome == ErrorCode.not_coordinator
+    assert c.fetch_offsets("tools", [("t", 0)]) == {("t", 0): None}

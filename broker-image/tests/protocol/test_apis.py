@@ -71,6 +71,27 @@ def test_response_encoding_round_trips_through_kio_reader() -> None:
     assert advertised == {int(k): v for k, v in apis.SUPPORTED_VERSIONS.items()}
 
 
+@pytest.mark.parametrize("version", [5, 6, 7])
+def test_null_in_a_field_that_is_not_nullable_in_this_version_is_sent_empty(version: int) -> None:
+    # JoinGroup's protocol name became nullable in v7; a member-id-required answer has none.
+    response = shaping.build(
+        apis.response_class(11, version),
+        {
+            "throttle_time": 0,
+            "error_code": ErrorCode.member_id_required,
+            "generation_id": -1,
+            "protocol_type": None,
+            "protocol_name": None,
+            "leader": "",
+            "member_id": "m-1",
+            "members": [],
+        },
+    )
+    _, body = decode_response(11, version, apis.encode_response(1, response))
+    assert body.protocol_name == ("" if version < 7 else None)
+    assert body.member_id == "m-1"
+
+
 def test_unsupported_api_versions_version_gets_v0_body_with_error_35() -> None:
     correlation_id, body = decode_response(18, 0, apis.unsupported_api_versions_response(9))
     assert correlation_id == 9

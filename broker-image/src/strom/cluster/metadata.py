@@ -1,4 +1,5 @@
-"""The cluster metadata a single node keeps: identity, topics, partition counts, topic configs.
+"""The cluster metadata a single node keeps: identity, topics, partition counts, topic
+configs, and the dynamic broker configs (Kafka keeps those in the metadata log too).
 
 Persisted as one JSON document replaced atomically (write, fsync, rename), so a crash
 leaves either the old or the new image. The Raft metadata log will replace this store;
@@ -90,6 +91,12 @@ class MetadataImage:
     node_id: int
     topics: dict[str, TopicMetadata] = field(default_factory=dict)
     next_producer_id: int = 0
+    # Dynamic broker configs by broker resource name, as Kafka's ConfigRecords name
+    # them: "" for the cluster-wide defaults, "<node.id>" for one broker's own.
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def dynamic_broker_configs(self, resource_name: str) -> dict[str, str]:
+        return dict(self.broker_configs.get(resource_name, {}))
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         for topic in self.topics.values():
@@ -138,6 +145,10 @@ class MetadataStore:
         if path.exists():
             document = json.loads(path.read_text())
             image.next_producer_id = int(document.get("next_producer_id", 0))
+            image.broker_configs = {
+                str(name): {str(k): str(v) for k, v in configs.items()}
+                for name, configs in document.get("broker_configs", {}).items()
+            }
             for entry in document.get("topics", []):
                 topic = TopicMetadata(
                     name=entry["name"],
@@ -152,6 +163,7 @@ class MetadataStore:
     def _save(self) -> None:
         document = {
             "next_producer_id": self.image.next_producer_id,
+            "broker_configs": self.image.broker_configs,
             "topics": [
                 {
                     "name": t.name,
@@ -228,6 +240,23 @@ class MetadataStore:
         topic.partitions = new_total
         self._save()
         return topic
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
+        """Replace a topic's config overrides (already validated)."""
+        topic = self.image.topics.get(name)
+        if topic is None:
+            raise UnknownTopicError(f"The topic '{name}' does not exist.")
+        topic.configs = dict(configs)
+        self._save()
+        return topic
+
+    def set_broker_configs(self, resource_name: str, configs: Mapping[str, str]) -> None:
+        """Replace the dynamic configs of a broker resource ("" = cluster-wide defaults)."""
+        if configs:
+            self.image.broker_configs[resource_name] = dict(configs)
+        else:
+            self.image.broker_configs.pop(resource_name, None)
+        self._save()
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicMetadata | None:
         return self._ids_by_topic_id.get(topic_id)

@@ -6,6 +6,12 @@ STATIC_BROKER_CONFIG, everything else is the DEFAULT_CONFIG from `definitions.py
 Construction validates every value and the rules that tie several keys together
 (listeners, advertised listeners, controller names, quorum voters), so a server that
 got a `BrokerConfig` can trust it.
+
+Above the static settings sit Kafka's two dynamic layers, changed at run time with
+AlterConfigs and kept in the cluster metadata: the cluster-wide defaults
+(DYNAMIC_DEFAULT_BROKER_CONFIG, `kafka-configs --entity-default`) and this broker's
+own (DYNAMIC_BROKER_CONFIG, `--entity-name <node.id>`), which wins. A config object
+never changes: `with_dynamic` makes the next one.
 """
 
 from __future__ import annotations
@@ -110,33 +116,101 @@ def parse_quorum_voters(items: Iterable[str]) -> list[QuorumVoter]:
     return voters
 
 
+_DYNAMIC_ORIGINS = {
+    definitions.ConfigSource.DYNAMIC_BROKER_CONFIG: "the dynamic config of this broker",
+    definitions.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG: "the dynamic cluster-wide default",
+}
+
+
 class BrokerConfig:
-    """Every broker config with its parsed value and source (explicit or default)."""
+    """Every broker config with its parsed value and source, highest layer first:
+    dynamic per-broker, dynamic cluster-wide default, static (explicit), default."""
 
     def __init__(
         self,
         settings: Mapping[str, str] | None = None,
         *,
         origins: Mapping[str, str] | None = None,
+        cluster_defaults: Mapping[str, str] | None = None,
+        per_broker: Mapping[str, str] | None = None,
     ) -> None:
         """`settings` are the explicitly set values; `origins` say where each came from
-        (a file name, an environment variable, --override) for error messages."""
+        (a file name, an environment variable, --override) for error messages.
+        `cluster_defaults` and `per_broker` are the dynamic layers; only configs Kafka
+        can change at run time (`ConfigDef.dynamic`) may be in them."""
         self._explicit = dict(settings or {})
         self._origins = dict(origins or {})
+        self._dynamic: dict[definitions.ConfigSource, dict[str, str]] = {
+            definitions.ConfigSource.DYNAMIC_BROKER_CONFIG: dict(per_broker or {}),
+            definitions.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG: dict(cluster_defaults or {}),
+        }
+        # Raw strings of every set layer, highest precedence first.
+        self._layers: list[tuple[definitions.ConfigSource, dict[str, str]]] = [
+            *self._dynamic.items(),
+            (definitions.ConfigSource.STATIC_BROKER_CONFIG, self._explicit),
+        ]
+        self._layer_values: dict[definitions.ConfigSource, dict[str, definitions.ConfigValue]] = {}
+        for source, layer in self._layers:
+            parsed: dict[str, definitions.ConfigValue] = {}
+            for name, raw in layer.items():
+                parsed[name] = self._parse_setting(source, name, raw)
+            self._layer_values[source] = parsed
         self._values: dict[str, definitions.ConfigValue] = {}
-        for name in self._explicit:
-            if name not in definitions.BROKER_CONFIGS:
-                error = _unknown_broker_key(name)
-                raise definitions.ConfigError(self._with_origin(str(error), name), name)
         for name, definition in definitions.BROKER_CONFIGS.items():
-            try:
-                if name in self._explicit:
-                    self._values[name] = definition.parse(self._explicit[name])
-                else:
-                    self._values[name] = definition.default_value()
-            except definitions.ConfigError as error:
-                raise definitions.ConfigError(self._with_origin(str(error), name), name) from None
+            for source, _ in self._layers:
+                if name in self._layer_values[source]:
+                    self._values[name] = self._layer_values[source][name]
+                    break
+            else:
+                self._values[name] = definition.default_value()
         self._check_together()
+
+    def _parse_setting(
+        self, source: definitions.ConfigSource, name: str, raw: str
+    ) -> definitions.ConfigValue:
+        definition = definitions.BROKER_CONFIGS.get(name)
+        if definition is None:
+            error = unknown_broker_key_error(name)
+            raise definitions.ConfigError(self._with_origin(str(error), name, source), name)
+        if source in _DYNAMIC_ORIGINS and not definition.dynamic:
+            raise definitions.ConfigError(
+                f"Cannot update these configs dynamically: {name}"
+                " (Kafka reads it only at start; set it in the properties file)",
+                name,
+            )
+        try:
+            return definition.parse(raw)
+        except definitions.ConfigError as error:
+            raise definitions.ConfigError(
+                self._with_origin(str(error), name, source), name
+            ) from None
+
+    def with_dynamic(
+        self,
+        *,
+        cluster_defaults: Mapping[str, str] | None = None,
+        per_broker: Mapping[str, str] | None = None,
+    ) -> BrokerConfig:
+        """The same static settings under new dynamic layers (None keeps a layer as is).
+
+        Raises ConfigError naming the key when a dynamic value is unknown, read-only or
+        invalid, or breaks a rule that ties keys together."""
+        return BrokerConfig(
+            self._explicit,
+            origins=self._origins,
+            cluster_defaults=(
+                self.dynamic_cluster_defaults() if cluster_defaults is None else cluster_defaults
+            ),
+            per_broker=self.dynamic_per_broker() if per_broker is None else per_broker,
+        )
+
+    def dynamic_cluster_defaults(self) -> dict[str, str]:
+        """The cluster-wide dynamic defaults (raw strings, as stored)."""
+        return dict(self._dynamic[definitions.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG])
+
+    def dynamic_per_broker(self) -> dict[str, str]:
+        """This broker's own dynamic configs (raw strings, as stored)."""
+        return dict(self._dynamic[definitions.ConfigSource.DYNAMIC_BROKER_CONFIG])
 
     # --- generic access
 
@@ -148,15 +222,14 @@ class BrokerConfig:
         return definitions.render(definitions.BROKER_CONFIGS[name], self._values[name])
 
     def is_set(self, name: str) -> bool:
-        """Whether the value was given explicitly (not the default)."""
-        return name in self._explicit
+        """Whether the value was set in some layer (not the default)."""
+        return any(name in layer for _, layer in self._layers)
 
     def source(self, name: str) -> definitions.ConfigSource:
-        return (
-            definitions.ConfigSource.STATIC_BROKER_CONFIG
-            if name in self._explicit
-            else definitions.ConfigSource.DEFAULT_CONFIG
-        )
+        for source, layer in self._layers:
+            if name in layer:
+                return source
+        return definitions.ConfigSource.DEFAULT_CONFIG
 
     def origin(self, name: str) -> str | None:
         """Where an explicit value came from (file, env var, --override); None for defaults."""
@@ -399,36 +472,61 @@ class BrokerConfig:
         wanted = definitions.BROKER_CONFIGS.keys() if names is None else names
         return [self._entry(name) for name in wanted if name in definitions.BROKER_CONFIGS]
 
+    def cluster_default_entries(
+        self, names: Iterable[str] | None = None
+    ) -> list[definitions.ConfigEntry]:
+        """DescribeConfigs rows of the cluster-wide dynamic defaults (the broker resource
+        named ""): only the configs set there, as Kafka answers for `--entity-default`."""
+        layer = self._layer_values[definitions.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
+        wanted = layer.keys() if names is None else [n for n in names if n in layer]
+        return [self._entry(name, cluster_default=True) for name in wanted]
+
     def synonyms(self, name: str) -> list[definitions.ConfigSynonymEntry]:
-        """Kafka's order: explicit values of the family, then defaults, starting at `name`."""
-        family = definitions.broker_synonyms(name)
-        found = [
-            definitions.ConfigSynonymEntry(
-                n, self.rendered(n), definitions.ConfigSource.STATIC_BROKER_CONFIG
-            )
-            for n in family
-            if n in self._explicit
-        ] + [
-            definitions.ConfigSynonymEntry(
-                n, definitions.BROKER_CONFIGS[n].default, definitions.ConfigSource.DEFAULT_CONFIG
-            )
-            for n in family
-            if definitions.BROKER_CONFIGS[n].default is not None
-        ]
+        """Kafka's order: the family's values layer by layer, starting at `name`."""
+        found = self.layered_synonyms(definitions.broker_synonyms(name))
         while found and found[0].name != name:
             found.pop(0)  # a more precise synonym is described under its own name
         return found
 
-    def _entry(self, name: str) -> definitions.ConfigEntry:
+    def layered_synonyms(self, names: Iterable[str]) -> list[definitions.ConfigSynonymEntry]:
+        """Every value `names` have, highest layer first and in the given order within a
+        layer, ending with their defaults (Kafka's ConfigHelper.configSynonyms)."""
+        names = list(names)
+        found = [
+            definitions.ConfigSynonymEntry(
+                n, definitions.render(definitions.BROKER_CONFIGS[n], values[n]), source
+            )
+            for source, values in self._layer_values.items()
+            for n in names
+            if n in values
+        ]
+        found += [
+            definitions.ConfigSynonymEntry(
+                n, definitions.BROKER_CONFIGS[n].default, definitions.ConfigSource.DEFAULT_CONFIG
+            )
+            for n in names
+            if definitions.BROKER_CONFIGS[n].default is not None
+        ]
+        return found
+
+    def _entry(self, name: str, cluster_default: bool = False) -> definitions.ConfigEntry:
         definition = definitions.BROKER_CONFIGS[name]
         synonyms = tuple(self.synonyms(name))
+        value = self.rendered(name)
+        source = self.source(name)
+        if cluster_default:
+            # The cluster-wide view: what this broker alone overrides is not part of it.
+            synonyms = tuple(
+                s for s in synonyms if s.source != definitions.ConfigSource.DYNAMIC_BROKER_CONFIG
+            )
+            value, source = synonyms[0].value, synonyms[0].source
         sensitive = definition.is_sensitive
         if sensitive:
             synonyms = tuple(dataclasses.replace(s, value=None) for s in synonyms)
         return definitions.ConfigEntry(
             name=name,
-            value=None if sensitive else self.rendered(name),
-            source=self.source(name),
+            value=None if sensitive else value,
+            source=source,
             read_only=definition.read_only,
             is_sensitive=sensitive,
             type=definition.type,
@@ -438,8 +536,16 @@ class BrokerConfig:
 
     # --- rules across keys
 
-    def _with_origin(self, message: str, name: str) -> str:
-        origin = self._origins.get(name)
+    def _with_origin(
+        self,
+        message: str,
+        name: str,
+        source: definitions.ConfigSource = definitions.ConfigSource.STATIC_BROKER_CONFIG,
+    ) -> str:
+        if source == definitions.ConfigSource.STATIC_BROKER_CONFIG:
+            origin = self._origins.get(name)
+        else:
+            origin = _DYNAMIC_ORIGINS.get(source)
         return f"{message} (set in {origin})" if origin else message
 
     def _fail(self, name: str, problem: str) -> definitions.ConfigError:
@@ -533,7 +639,7 @@ class BrokerConfig:
 _MS_FACTOR = {"ms": 1, "minutes": definitions.MINUTE_MS, "hours": definitions.HOUR_MS}
 
 
-def _unknown_broker_key(name: str) -> definitions.ConfigError:
+def unknown_broker_key_error(name: str) -> definitions.ConfigError:
     if name in _BROKER_NAME_OF_TOPIC_CONFIG:
         return definitions.ConfigError(
             f"unknown configuration key {name!r}: it is a topic config; the broker default"

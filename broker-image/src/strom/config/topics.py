@@ -2,7 +2,8 @@
 
 A topic's value for a config is its own override if it has one (TOPIC_CONFIG), else
 the broker's value of the config's broker synonyms in Kafka's precedence order
-(STATIC_BROKER_CONFIG when one was set explicitly, else DEFAULT_CONFIG): for example
+(DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG or STATIC_BROKER_CONFIG when one
+was set, else DEFAULT_CONFIG): for example
 retention.ms <- log.retention.ms, log.retention.minutes x 60000, log.retention.hours
 x 3600000.
 
@@ -35,7 +36,7 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
     for name, raw in configs.items():
         definition = definitions.TOPIC_CONFIGS.get(name)
         if definition is None:
-            raise _unknown_topic_key(name)
+            raise unknown_topic_key_error(name)
         if raw is None:
             raise definitions.ConfigError(
                 f"{name}: null value not supported for topic configs", name
@@ -82,21 +83,9 @@ def effective_topic_config(
 def _broker_synonyms(
     broker: broker_module.BrokerConfig, synonyms: Iterable[definitions.Synonym]
 ) -> list[definitions.ConfigSynonymEntry]:
-    """Explicitly set broker synonyms first, then defaults, each in precedence order."""
-    names = [synonym.name for synonym in synonyms]
-    return [
-        definitions.ConfigSynonymEntry(
-            n, broker.rendered(n), definitions.ConfigSource.STATIC_BROKER_CONFIG
-        )
-        for n in names
-        if broker.is_set(n)
-    ] + [
-        definitions.ConfigSynonymEntry(
-            n, definitions.BROKER_CONFIGS[n].default, definitions.ConfigSource.DEFAULT_CONFIG
-        )
-        for n in names
-        if definitions.BROKER_CONFIGS[n].default is not None
-    ]
+    """The broker synonyms' values layer by layer (dynamic per-broker, dynamic cluster
+    default, static), each layer in precedence order, then their defaults."""
+    return broker.layered_synonyms(synonym.name for synonym in synonyms)
 
 
 class TopicConfig:
@@ -237,7 +226,7 @@ class TopicConfig:
         return value
 
 
-def _unknown_topic_key(name: str) -> definitions.ConfigError:
+def unknown_topic_key_error(name: str) -> definitions.ConfigError:
     if name in _TOPIC_NAME_OF_BROKER_CONFIG and name not in definitions.TOPIC_CONFIGS:
         return definitions.ConfigError(
             f"unknown topic configuration {name!r}: it is a broker config; the topic config"

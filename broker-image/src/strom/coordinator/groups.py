@@ -176,6 +176,10 @@ class Group:
 StoreCallback = Callable[[str, list[tuple[bytes, bytes | None]]], None]
 
 
+class StoreFailed(Exception):
+    """The store could not write __consumer_offsets (e.g. a full disk)."""
+
+
 class GroupCoordinator:
     """All groups this broker coordinates. `store(group_id, [(key, value)])` persists."""
 
@@ -743,7 +747,7 @@ class GroupCoordinator:
             return 0
         for key in keys:
             del group.offsets[key]
-        self._store(
+        self._store_or_log(
             group.group_id,
             [(records.offset_key(records.OffsetKey(group.group_id, t, p)), None) for t, p in keys],
         )
@@ -788,6 +792,7 @@ class GroupCoordinator:
             member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
         errors: dict[tuple[str, int], ErrorCode] = {}
         entries: list[tuple[bytes, bytes | None]] = []
+        accepted: dict[tuple[str, int], records.CommittedOffset] = {}
         for topic, partition, offset, leader_epoch, metadata in offsets:
             if (
                 metadata is not None
@@ -796,7 +801,7 @@ class GroupCoordinator:
                 errors[(topic, partition)] = ErrorCode.offset_metadata_too_large
                 continue
             committed = records.CommittedOffset(offset, leader_epoch, metadata or "", now_ms)
-            group.offsets[(topic, partition)] = committed
+            accepted[(topic, partition)] = committed
             entries.append(
                 (
                     records.offset_key(records.OffsetKey(group_id, topic, partition)),
@@ -805,7 +810,14 @@ class GroupCoordinator:
             )
             errors[(topic, partition)] = ErrorCode.none
         if entries:
-            self._store(group_id, entries)
+            try:
+                self._store(group_id, entries)
+            except StoreFailed as error:
+                # Kafka answers NOT_COORDINATOR when its log cannot take the commit: the
+                # client looks the coordinator up again and retries.
+                log.error("group %s: offsets not committed: %s", group_id, error)
+                return ErrorCode.not_coordinator
+        group.offsets.update(accepted)  # only what is stored is acknowledged
         return errors
 
     def fetch_offsets(
@@ -884,10 +896,10 @@ class GroupCoordinator:
         group.offsets.clear()
         group.transition(GroupState.DEAD, group.state_timestamp_ms)
         del self.groups[group.group_id]
-        self._store(group.group_id, entries)
+        self._store_or_log(group.group_id, entries)
 
     def _persist_group(self, group: Group) -> None:
-        self._store(
+        self._store_or_log(
             group.group_id,
             [
                 (
@@ -896,6 +908,15 @@ class GroupCoordinator:
                 )
             ],
         )
+
+    def _store_or_log(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
+        """Writes whose failure does not stop the protocol: group metadata and tombstones.
+        Memory goes on; a restart before the next successful write finds the previous
+        state (members rejoin, a deleted offset or group may come back)."""
+        try:
+            self._store(group_id, entries)
+        except StoreFailed as error:
+            log.error("group %s: __consumer_offsets not written: %s", group_id, error)
 
 
 def _is_empty_husk(group: Group) -> bool:

@@ -25,6 +25,8 @@ from typing import NamedTuple
 
 import crc32c
 
+from strom.records import compression
+
 HEADER_FORMAT = struct.Struct(">qiibIhiqqqhii")
 HEADER_SIZE = HEADER_FORMAT.size  # 61
 # baseOffset + batchLength: the part of the header not counted by batchLength.
@@ -80,10 +82,6 @@ class InvalidRecordError(CorruptRecordError):
 
 class RecordTooLargeError(RecordsError):
     """A batch larger than the topic's max.message.bytes (Kafka MESSAGE_TOO_LARGE)."""
-
-
-class UnsupportedCompressionError(RecordsError):
-    """Decoding records of a compressed batch, which is not implemented yet."""
 
 
 class BatchHeader:
@@ -463,27 +461,50 @@ class _Reader:
         return data
 
 
-def iter_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
-    """Decode the records of the batch at the start of ``batch``.
+class RawRecord(NamedTuple):
+    """A record as stored: its absolute offset and timestamp, key, value, and ``encoded``,
+    the record's bytes with their length prefix, which can be copied into another batch
+    with the same base offset and base timestamp unchanged."""
 
-    Raises ``UnsupportedCompressionError`` for compressed batches and ``CorruptRecordError``
-    for malformed ones. With LogAppendTime every record carries the batch's max timestamp.
-    """
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    encoded: memoryview
+
+
+def records_body(batch: bytes | bytearray | memoryview) -> tuple[BatchHeader, memoryview]:
+    """The header of the batch at the start of ``batch`` and its records' bytes,
+    decompressed if need be (``CorruptRecordError`` if they do not)."""
     view = memoryview(batch)
     header = parse_complete_header(view, 0)
+    body = view[HEADER_SIZE : header.size]
     if header.compression != COMPRESSION_NONE:
-        raise UnsupportedCompressionError(
-            f"batch at offset {header.base_offset} uses compression {header.compression}; "
-            "only uncompressed batches can be decoded"
-        )
+        try:
+            body = memoryview(compression.decompress(header.compression, body))
+        except compression.CompressionError as error:
+            raise CorruptRecordError(f"batch at offset {header.base_offset}: {error}") from error
+    return header, body
+
+
+def iter_raw_records(batch: bytes | bytearray | memoryview) -> Iterator[RawRecord]:
+    """Decode the records of the batch at the start of ``batch``, of any codec.
+
+    Raises ``CorruptRecordError`` for malformed records or a body that does not
+    decompress. With LogAppendTime every record carries the
+    batch's max timestamp.
+    """
+    header, body = records_body(batch)
     log_append_time = header.timestamp_type == LOG_APPEND_TIME
-    reader = _Reader(view, HEADER_SIZE, header.size)
+    reader = _Reader(body, 0, len(body))
     for _ in range(header.records_count):
+        record_start = reader.position
         length = reader.varint()
         if length < 0 or length > reader.end - reader.position:
             raise CorruptRecordError(f"record length {length} overruns the batch")
         record_end = reader.position + length
-        record = _Reader(view, reader.position, record_end)
+        record = _Reader(body, reader.position, record_end)
         record.byte()  # attributes
         timestamp_delta = record.varint()
         offset_delta = record.varint()
@@ -508,6 +529,63 @@ def iter_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
         timestamp = (
             header.max_timestamp if log_append_time else header.base_timestamp + timestamp_delta
         )
-        yield Record(header.base_offset + offset_delta, timestamp, key, value, record_headers)
-    if reader.position != header.size:
+        yield RawRecord(
+            header.base_offset + offset_delta,
+            timestamp,
+            key,
+            value,
+            record_headers,
+            body[record_start:record_end],
+        )
+    if reader.position != len(body):
         raise CorruptRecordError("batch has bytes after its last record")
+
+
+def iter_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
+    """Decode the records of the batch at the start of ``batch``, of any codec."""
+    for raw in iter_raw_records(batch):
+        yield Record(raw.offset, raw.timestamp, raw.key, raw.value, raw.headers)
+
+
+def rebuild_batch(
+    header: BatchHeader, kept: Sequence[RawRecord], max_timestamp: int | None = None
+) -> bytes:
+    """A batch holding only ``kept`` records of the batch ``header`` describes.
+
+    Base offset, last offset delta, base timestamp, producer fields, leader epoch,
+    attributes and codec stay as they were, so the kept records keep their offsets and a
+    producer's sequence range is unchanged; the records are recompressed with the batch's
+    codec, and the max timestamp (CreateTime) is that of the kept records. With no record
+    kept it is an empty batch that still covers its offsets.
+    """
+    body = b"".join(bytes(record.encoded) for record in kept)
+    attributes = header.attributes
+    if not kept:
+        # Kafka writes an emptied batch uncompressed: there is nothing to decompress.
+        attributes &= ~COMPRESSION_MASK
+    elif header.compression != COMPRESSION_NONE:
+        body = compression.compress(header.compression, body)
+    if max_timestamp is None:
+        max_timestamp = header.max_timestamp
+        if header.timestamp_type == CREATE_TIME and kept:
+            max_timestamp = max(record.timestamp for record in kept)
+    batch = bytearray(HEADER_SIZE) + body
+    HEADER_FORMAT.pack_into(
+        batch,
+        0,
+        header.base_offset,
+        len(batch) - LOG_OVERHEAD,
+        header.partition_leader_epoch,
+        MAGIC_V2,
+        0,  # crc, filled in below
+        attributes,
+        header.last_offset_delta,
+        header.base_timestamp,
+        max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        len(kept),
+    )
+    _CRC.pack_into(batch, _CRC_AT, compute_crc(batch, 0, len(batch)))
+    return bytes(batch)

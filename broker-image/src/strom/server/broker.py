@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from strom.cluster import metadata as cluster_metadata
+from strom.config import altering as config_altering
 from strom.config import broker as broker_config
 from strom.config import topics as topic_config
 from strom.coordinator import groups as group_protocol
@@ -25,7 +26,7 @@ from strom.replication import partition as replicated_partition
 from strom.server import connection as connections
 from strom.server import dispatch, http
 from strom.server import metrics as broker_metrics
-from strom.storage import log_config, log_manager
+from strom.storage import cleaner, log_config, log_manager, partition_log
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class Broker:
         self.metadata = cluster_metadata.MetadataStore(
             config.log_dirs[0], config.node_id, config.cluster_id
         )
+        self.config = self._with_stored_dynamic_configs(config)
         self.logs = log_manager.LogManager(config.log_dirs, now_ms=now_ms)
         self.partitions: dict[tuple[str, int], replicated_partition.Partition] = {}
         self._topic_configs: dict[str, topic_config.TopicConfig] = {}
@@ -78,6 +80,7 @@ class Broker:
             store=self._store_group_records,
         )
         self._group_timers: asyncio.Task[None] | None = None
+        self._cleaner: asyncio.Task[None] | None = None
         self.ready = False
         self.metrics.watch_logs(self._log_rows)
         self.metrics.watch_groups(self._group_rows)
@@ -102,7 +105,7 @@ class Broker:
         return list(topic_config.effective_topic_config(self.config, valid).entries())
 
     def log_config(self, topic: str) -> log_config.LogConfig:
-        return to_log_config(self.topic_config(topic))
+        return to_log_config(self.topic_config(topic), self.config.producer_id_expiration_ms)
 
     def partition(self, topic: str, index: int) -> replicated_partition.Partition | None:
         return self.partitions.get((topic, index))
@@ -159,6 +162,48 @@ class Broker:
         topic = self.metadata.increase_partitions(name, total)
         self._open_partitions(topic)
 
+    # Configs changed at run time ---------------------------------------------------
+
+    def _with_stored_dynamic_configs(
+        self, config: broker_config.BrokerConfig
+    ) -> broker_config.BrokerConfig:
+        loaded, warnings = config_altering.load_dynamic_layers(
+            config,
+            cluster_defaults=self.metadata.image.dynamic_broker_configs(""),
+            per_broker=self.metadata.image.dynamic_broker_configs(str(self.node_id)),
+        )
+        for warning in warnings:
+            log.warning("%s", warning)
+        return loaded
+
+    def alter_topic_configs(self, name: str, overrides: Mapping[str, str]) -> None:
+        """Store a topic's new overrides (validated) and apply them to its logs at once."""
+        topic = self.metadata.set_topic_configs(name, overrides)
+        self._topic_configs.pop(name, None)
+        self._apply_log_config(topic)
+        log.info("altered configs of topic %s: %s", name, overrides or "none")
+
+    def alter_broker_configs(
+        self, resource_name: str, layer: Mapping[str, str], config: broker_config.BrokerConfig
+    ) -> None:
+        """Store a dynamic broker layer ("" = cluster-wide defaults, else this broker's)
+        and switch to `config`, the broker config checked with it; every topic config
+        falls back to the broker's, so all of them are resolved again and applied."""
+        self.metadata.set_broker_configs(resource_name, layer)
+        self.config = config
+        self._topic_configs.clear()
+        for topic in list(self.metadata.image.topics.values()):
+            self._apply_log_config(topic)
+        which = "cluster-wide default" if resource_name == "" else f"broker {resource_name}"
+        log.info("altered dynamic %s configs: %s", which, dict(layer) or "none")
+
+    def _apply_log_config(self, topic: cluster_metadata.TopicMetadata) -> None:
+        config = self.log_config(topic.name)
+        for index in range(topic.partitions):
+            partition = self.partitions.get((topic.name, index))
+            if partition is not None and partition.log.config != config:
+                partition.log.update_config(config)
+
     # Consumer groups ---------------------------------------------------------------
 
     def ensure_offsets_topic(self) -> cluster_metadata.TopicMetadata:
@@ -188,7 +233,11 @@ class Broker:
         now = self.clock()
         data = bytearray(batches.build_batch([(key, value, [], now) for key, value in entries]))
         headers = batches.validate_produce_batches(memoryview(data), len(data))
-        partition.append(data, headers, now_ms=now)
+        try:
+            partition.append(data, headers, now_ms=now)
+        except OSError as error:
+            self.metrics.storage_errors.labels(error.strerror or type(error).__name__).inc()
+            raise group_protocol.StoreFailed(f"{OFFSETS_TOPIC}-{index}: {error}") from error
 
     def _load_groups(self) -> None:
         topic = self.metadata.image.topics.get(OFFSETS_TOPIC)
@@ -204,7 +253,10 @@ class Broker:
         while True:
             await asyncio.sleep(GROUP_TICK_S)
             now = self.clock()
-            self.groups.tick(now)
+            try:
+                self.groups.tick(now)
+            except Exception:
+                log.exception("consumer group timers failed")
             if now >= next_expiry:
                 dropped = self.groups.expire_offsets(now)
                 if dropped:
@@ -270,6 +322,8 @@ class Broker:
             await self._http.start()
         self._maintenance = loop.create_task(self._maintain())
         self._group_timers = loop.create_task(self._run_group_timers())
+        if self.config.get_bool("log.cleaner.enable"):
+            self._cleaner = loop.create_task(self._run_cleaner())
         self.ready = True
         log.info(
             "Strom broker %d of cluster %s started with %d partition(s)",
@@ -287,6 +341,54 @@ class Broker:
         )
         self._connections.add(connection)
         return connection
+
+    async def _run_cleaner(self) -> None:
+        """Compact the dirtiest compacted log, again and again; rest log.cleaner.backoff.ms
+        when none is due. The reading and writing run in a worker thread."""
+        while True:
+            try:
+                cleaned = await self._clean_dirtiest()
+            except Exception:
+                log.exception("log cleaner pass failed")
+                cleaned = False
+            backoff_ms = self.config.get_int("log.cleaner.backoff.ms")
+            await asyncio.sleep(0 if cleaned else backoff_ms / 1000)
+
+    async def _clean_dirtiest(self) -> bool:
+        now = now_ms()
+        chosen: tuple[float, partition_log.PartitionLog, cleaner.CleaningPlan] | None = None
+        for _, candidate in self.logs:
+            plan = candidate.plan_cleaning(now)
+            if plan is None:
+                continue
+            ratio = cleaner.dirty_ratio(plan.segments, plan.first_dirty_offset)
+            if chosen is None or ratio > chosen[0]:
+                chosen = (ratio, candidate, plan)
+        if chosen is None:
+            return False
+        _, target, plan = chosen
+        throttle = cleaner.Throttle(self.config.get_float("log.cleaner.io.max.bytes.per.second"))
+        started = time.monotonic()
+        try:
+            groups = await asyncio.to_thread(cleaner.run_pass, plan, throttle)
+        except (cleaner.CleaningAborted, OSError, batches.RecordsError) as error:
+            log.warning("cleaning %s stopped: %s", plan.directory.name, error)
+            cleaner.discard_cleaned(plan.directory)
+            return False
+        swapped = [target.replace_segments(group) for group in groups]
+        if all(swapped):
+            cleaner.finish(plan, groups, target.config.delete_retention_ms)
+        removed = sum(g.records_removed for g in groups)
+        self.metrics.cleaner_records_removed.inc(removed)
+        self.metrics.cleaner_passes.inc()
+        log.info(
+            "cleaned %s up to offset %d in %.2fs: %d record(s) removed",
+            plan.directory.name,
+            plan.end_offset,
+            time.monotonic() - started,
+            removed,
+        )
+        return all(swapped)
 
     async def _maintain(self) -> None:
         interval = min(self.config.log_retention_check_interval_ms, MAINTENANCE_INTERVAL_CAP_MS)
@@ -307,7 +409,7 @@ class Broker:
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(server.wait_closed(), 5)
-        for task in (self._maintenance, self._group_timers):
+        for task in (self._maintenance, self._group_timers, self._cleaner):
             if task is not None:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -343,7 +445,9 @@ def _log_entries(
             offset = header.last_offset + 1
 
 
-def to_log_config(topic: topic_config.TopicConfig) -> log_config.LogConfig:
+def to_log_config(
+    topic: topic_config.TopicConfig, producer_id_expiration_ms: int
+) -> log_config.LogConfig:
     return log_config.LogConfig(
         segment_bytes=topic.segment_bytes,
         segment_ms=topic.segment_ms,
@@ -355,4 +459,11 @@ def to_log_config(topic: topic_config.TopicConfig) -> log_config.LogConfig:
         max_message_bytes=topic.max_message_bytes,
         message_timestamp_type=topic.message_timestamp_type,
         cleanup_policy=tuple(topic.cleanup_policy),
+        delete_retention_ms=topic.delete_retention_ms,
+        min_cleanable_dirty_ratio=topic.min_cleanable_dirty_ratio,
+        min_compaction_lag_ms=topic.min_compaction_lag_ms,
+        max_compaction_lag_ms=topic.max_compaction_lag_ms,
+        flush_messages=topic.flush_messages,
+        flush_ms=topic.flush_ms,
+        producer_id_expiration_ms=producer_id_expiration_ms,
     )

@@ -43,6 +43,8 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
     apis.ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,
     apis.ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+    apis.ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
+    apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
     apis.ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
     apis.ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
     apis.ApiKey.JOIN_GROUP: groups.handle_join_group,

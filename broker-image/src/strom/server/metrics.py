@@ -78,6 +78,24 @@ class BrokerMetrics:
             registry=self.registry,
         )
 
+        self.storage_errors = Counter(
+            "strom_storage_errors",
+            "Appends that failed on a disk error (full disk, I/O error), by error "
+            "(kafka.server:type=ReplicaManager KAFKA_STORAGE_ERROR responses)",
+            ["error"],
+            registry=self.registry,
+        )
+        self.cleaner_passes = Counter(
+            "strom_log_cleaner_passes",
+            "Log cleaner passes completed (kafka.log:type=LogCleaner)",
+            registry=self.registry,
+        )
+        self.cleaner_records_removed = Counter(
+            "strom_log_cleaner_records_removed",
+            "Records the log cleaner removed: superseded values and expired tombstones",
+            registry=self.registry,
+        )
+
     def watch_logs(self, rows: Callable[[], Iterable[tuple[str, int, int, int, int, int]]]) -> None:
         """Register a scrape-time view of (topic, partition, size, start, end, segments)."""
         self.registry.register(_LogCollector(rows))

@@ -26,6 +26,10 @@ class LogConfig:
     flush_messages: int = NEVER  # flush.messages: fsync after this many unflushed records
     flush_ms: int = NEVER  # flush.ms: fsync when the last flush is this old
     producer_id_expiration_ms: int = 86400000  # producer.id.expiration.ms (broker-wide)
+    delete_retention_ms: int = 86400000  # delete.retention.ms: how long tombstones stay
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms
+    max_compaction_lag_ms: int = NEVER  # max.compaction.lag.ms
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 1:
@@ -47,6 +51,11 @@ class LogConfig:
     def deletes_old_segments(self) -> bool:
         """Whether time and size retention apply (cleanup.policy includes "delete")."""
         return "delete" in self.cleanup_policy
+
+    @property
+    def compacts(self) -> bool:
+        """Whether the log cleaner keeps only the latest record per key."""
+        return "compact" in self.cleanup_policy
 
     @property
     def uses_log_append_time(self) -> bool:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from strom.records import batches
-from strom.storage import checkpoints, leader_epochs, producer_state, segment
+from strom.storage import checkpoints, cleaner, leader_epochs, producer_state, segment
 from strom.storage.log_config import LogConfig
 
 logger = logging.getLogger(__name__)
@@ -139,6 +139,7 @@ class PartitionLog:
         """Load (or create) the log in ``directory``, recovering after an unclean shutdown."""
         directory.mkdir(parents=True, exist_ok=True)
         now = now_ms()
+        cleaner.remove_unfinished(directory)
         _remove_leftovers(directory)
         clean_shutdown = (directory / CLEAN_SHUTDOWN_FILE).exists()
         checkpointed_start = checkpoints.read_offset(directory / LOG_START_OFFSET_FILE)
@@ -238,6 +239,11 @@ class PartitionLog:
     @property
     def segment_count(self) -> int:
         return len(self._segments)
+
+    @property
+    def segments(self) -> tuple[segment.LogSegment, ...]:
+        """The segments, oldest first; the last one is active."""
+        return tuple(self._segments)
 
     @property
     def segment_base_offsets(self) -> list[int]:
@@ -486,6 +492,75 @@ class PartitionLog:
                 if record.timestamp == header.max_timestamp:
                     return record.timestamp, record.offset
         return header.max_timestamp, header.base_offset
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def plan_cleaning(self, now_ms: int) -> cleaner.CleaningPlan | None:
+        """The compaction pass due on this log now, if any (see ``cleaner.plan``)."""
+        if self._closed or not self.config.compacts:
+            return None
+        first_dirty = min(
+            max(cleaner.read_checkpoint(self.directory), self._log_start_offset),
+            self._log_end_offset,
+        )
+        return cleaner.plan(
+            self.directory,
+            self._segments,
+            self.config,
+            self._high_watermark,
+            first_dirty,
+            now_ms,
+            cleaner.read_tombstones_due(self.directory),
+            {
+                producer_id: entry.batches[-1].last_offset
+                for producer_id, entry in self._producers.producers.items()
+                if entry.batches
+            },
+        )
+
+    def replace_segments(
+        self, cleaned: cleaner.CleanedGroup, fault: Callable[[str], None] | None = None
+    ) -> bool:
+        """Swap a cleaned file in for the segments it was made from; False (and the file
+        removed) if those segments are no longer the log's, e.g. retention deleted them.
+
+        ``fault(step)`` is called between the steps, for tests that crash there.
+        """
+        replaced = cleaned.replaced
+        start = next((i for i, s in enumerate(self._segments) if s is replaced[0]), None)
+        if (
+            self._closed
+            or start is None
+            or start + len(replaced) >= len(self._segments)  # never the active segment
+            or any(a is not b for a, b in zip(self._segments[start:], replaced, strict=False))
+        ):
+            cleaned.path.unlink(missing_ok=True)
+            return False
+        base = replaced[0].base_offset
+        swap = cleaned.path.with_name(
+            segment.file_name(base, segment.LOG_SUFFIX) + cleaner.SWAP_SUFFIX
+        )
+        cleaned.path.rename(swap)
+        checkpoints.fsync_path(self.directory)  # the commit point
+        if fault is not None:
+            fault("swap-renamed")
+        now = self._now_ms()
+        for old in replaced:
+            old.mark_deleted()
+            if fault is not None:
+                fault("old-segment-retired")
+        swap.rename(self.directory / segment.file_name(base, segment.LOG_SUFFIX))
+        checkpoints.fsync_path(self.directory)
+        if fault is not None:
+            fault("swap-installed")
+        fresh, _ = segment.LogSegment.open(self.directory, base, self.config, now)
+        fresh.recover()  # builds its indexes and checks every batch
+        fresh.close_writers()
+        fresh.flush()
+        self._segments[start : start + len(replaced)] = [fresh]
+        deadline = now + self.config.file_delete_delay_ms
+        self._pending_deletes.extend((deadline, old) for old in replaced)
+        return True
 
     # -- deleting old data -----------------------------------------------------------------
 

@@ -1,11 +1,24 @@
-"""DescribeConfigs: every config of a topic or broker with its value, source and default."""
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, for topics and brokers.
+
+A topic's overrides and the dynamic broker layers live in the cluster metadata; a change
+is validated in full before anything is stored, `validate_only` stops right there, and
+what is stored applies at once (the broker resolves topic configs again and hands the
+open logs their new settings). The broker resource "" is the cluster-wide dynamic
+default (`kafka-configs --entity-default`), "<node.id>" this broker.
+"""
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from strom.cluster import metadata as cluster_metadata
+from strom.config import altering, definitions
+from strom.config import broker as broker_config
+from strom.config import topics as topic_configs
 from strom.protocol import apis, shaping
 
 if TYPE_CHECKING:
@@ -15,6 +28,11 @@ if TYPE_CHECKING:
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+
+# New topic overrides from the stored ones and the topic's effective config now.
+TopicChange = Callable[[dict[str, str], topic_configs.TopicConfig], dict[str, str]]
+# A new dynamic broker layer from the stored one and the broker config now.
+BrokerChange = Callable[[dict[str, str], broker_config.BrokerConfig], dict[str, str]]
 
 
 async def handle_describe_configs(
@@ -34,29 +52,32 @@ async def handle_describe_configs(
             "resource_name": name,
             "configs": (),
         }
+        keys = _names(resource.configuration_keys)
         if resource_type == TOPIC:
             if name not in broker.metadata.image.topics:
                 result["error_code"] = ErrorCode.unknown_topic_or_partition
                 result["error_message"] = f"Topic {name} does not exist"
                 results.append(result)
                 continue
-            entries = broker.topic_config(name).entries()
+            entries = broker.topic_config(name).entries(keys)
         elif resource_type == BROKER:
-            if name not in ("", str(broker.node_id)):
+            if name == "":
+                entries = broker.config.cluster_default_entries(keys)
+            elif name == str(broker.node_id):
+                entries = broker.config.entries(keys)
+            else:
                 result["error_code"] = ErrorCode.invalid_request
-                result["error_message"] = f"Unexpected broker id, expected {broker.node_id}"
+                result["error_message"] = (
+                    f"Unexpected broker id, expected {broker.node_id} or empty string,"
+                    f" but received {name}"
+                )
                 results.append(result)
                 continue
-            entries = broker.config.entries()
         else:
             result["error_code"] = ErrorCode.invalid_request
             result["error_message"] = f"Unsupported resource type {resource_type}"
             results.append(result)
             continue
-        keys = resource.configuration_keys
-        if keys:
-            wanted = {str(k) for k in keys}
-            entries = [e for e in entries if e.name in wanted]
         result["configs"] = [
             {
                 "name": entry.name,
@@ -77,3 +98,151 @@ async def handle_describe_configs(
         results.append(result)
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     return shaping.build(response_type, {"throttle_time": 0, "results": results})
+
+
+async def handle_incremental_alter_configs(
+    broker: Broker, request: apis.Request, context: RequestContext
+) -> Any:
+    """SET, DELETE, APPEND and SUBTRACT on single configs; the rest stays as it is."""
+
+    def alter(resource: Any) -> None:
+        changes = altering.parse_changes(
+            (str(c.name), int(c.config_operation), c.value) for c in resource.configs
+        )
+        _alter_resource(
+            broker,
+            int(resource.resource_type),
+            str(resource.resource_name),
+            lambda stored, effective: altering.altered_topic_configs(stored, changes, effective),
+            lambda stored, config: altering.altered_broker_layer(stored, changes, config),
+            validate_only=bool(request.body.validate_only),
+        )
+
+    return _respond(broker, request, alter)
+
+
+async def handle_alter_configs(
+    broker: Broker, request: apis.Request, context: RequestContext
+) -> Any:
+    """The legacy AlterConfigs: the given configs replace all of the resource's."""
+
+    def alter(resource: Any) -> None:
+        configs = [(str(c.name), c.value) for c in resource.configs]
+        _alter_resource(
+            broker,
+            int(resource.resource_type),
+            str(resource.resource_name),
+            lambda stored, effective: altering.replaced_topic_configs(configs),
+            lambda stored, config: altering.replaced_broker_layer(configs),
+            validate_only=bool(request.body.validate_only),
+        )
+
+    return _respond(broker, request, alter)
+
+
+def _respond(broker: Broker, request: apis.Request, alter: Callable[[Any], None]) -> Any:
+    """Run `alter` on each resource and answer with one error (or none) per resource."""
+    resources = list(request.body.resources)
+    seen = collections.Counter(_resource_key(resource) for resource in resources)
+    responses = []
+    for resource in resources:
+        response: dict[str, Any] = {
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "resource_type": int(resource.resource_type),
+            "resource_name": str(resource.resource_name),
+        }
+        try:
+            if seen[_resource_key(resource)] > 1:
+                raise altering.InvalidConfigRequest("Each resource must appear at most once.")
+            alter(resource)
+        except (
+            altering.InvalidConfigRequest,
+            definitions.ConfigError,
+            cluster_metadata.MetadataError,
+        ) as error:
+            response["error_code"] = _error_code_of(error)
+            response["error_message"] = str(error)
+            api = apis.ApiKey(request.header.api_key).name
+            broker.metrics.request_errors.labels(api, response["error_code"].name).inc()
+        responses.append(response)
+    response_type = apis.response_class(request.header.api_key, request.header.api_version)
+    return shaping.build(response_type, {"throttle_time": 0, "responses": responses})
+
+
+def _resource_key(resource: Any) -> tuple[int, str]:
+    return int(resource.resource_type), str(resource.resource_name)
+
+
+def _error_code_of(error: Exception) -> ErrorCode:
+    if isinstance(error, altering.InvalidConfigRequest):
+        return ErrorCode.invalid_request
+    if isinstance(error, definitions.ConfigError):
+        return ErrorCode.invalid_config
+    if isinstance(error, cluster_metadata.UnknownTopicError):
+        return ErrorCode.unknown_topic_or_partition
+    return ErrorCode.unknown_server_error
+
+
+def _alter_resource(
+    broker: Broker,
+    resource_type: int,
+    name: str,
+    topic_change: TopicChange,
+    broker_change: BrokerChange,
+    *,
+    validate_only: bool,
+) -> None:
+    if resource_type == TOPIC:
+        _alter_topic(broker, name, topic_change, validate_only)
+    elif resource_type == BROKER:
+        _alter_broker(broker, name, broker_change, validate_only)
+    else:
+        raise altering.InvalidConfigRequest(f"Unsupported resource type {resource_type}")
+
+
+def _alter_topic(broker: Broker, name: str, change: TopicChange, validate_only: bool) -> None:
+    if not name:
+        raise altering.InvalidConfigRequest("Default topic resources are not allowed.")
+    stored = broker.metadata.image.topics.get(name)
+    # Validated before the existence check, as Kafka's controller does: a bad value is
+    # INVALID_CONFIG even for a topic that does not exist.
+    overrides = change(dict(stored.configs) if stored else {}, broker.topic_config(name))
+    if stored is None:
+        raise cluster_metadata.UnknownTopicError(f"The topic '{name}' does not exist.")
+    if not validate_only:
+        broker.alter_topic_configs(name, overrides)
+
+
+def _alter_broker(broker: Broker, name: str, change: BrokerChange, validate_only: bool) -> None:
+    cluster_defaults = name == ""
+    if not cluster_defaults:
+        _check_this_broker(broker, name)
+    stored = (
+        broker.config.dynamic_cluster_defaults()
+        if cluster_defaults
+        else broker.config.dynamic_per_broker()
+    )
+    layer = change(stored, broker.config)
+    config = altering.broker_layers_with(
+        broker.config, cluster_defaults=cluster_defaults, layer=layer
+    )
+    if not validate_only:
+        broker.alter_broker_configs(name, layer, config)
+
+
+def _check_this_broker(broker: Broker, name: str) -> None:
+    try:
+        node_id = int(name)
+    except ValueError:
+        raise altering.InvalidConfigRequest(
+            f"Node id must be an integer, but it is: {name}"
+        ) from None
+    if node_id != broker.node_id:
+        raise altering.InvalidConfigRequest(
+            f"Unexpected broker id, expected {broker.node_id}, but received {name}"
+        )
+
+
+def _names(keys: Iterable[Any] | None) -> list[str] | None:
+    return None if not keys else [str(key) for key in keys]

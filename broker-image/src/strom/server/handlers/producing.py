@@ -134,6 +134,17 @@ def _append(
     except record_batches.CorruptRecordError as error:
         log.warning("rejected corrupt batch for %s-%d: %s", topic, index, error)
         return _partition_result(index, ErrorCode.corrupt_message, str(error))
+    try:
+        keyless = "compact" in topic_config.cleanup_policy and _has_null_key(data, headers)
+    except record_batches.CorruptRecordError as error:
+        return _partition_result(index, ErrorCode.corrupt_message, str(error))
+    if keyless:
+        return _partition_result(
+            index,
+            ErrorCode.invalid_record,
+            f"Compacted topic cannot accept message without key in topic partition "
+            f"{topic}-{index}.",
+        )
     if len(headers) != 1:
         # Kafka: produce v3+ carries exactly one batch per partition.
         return _partition_result(
@@ -153,6 +164,16 @@ def _append(
         return _partition_result(index, ErrorCode.out_of_order_sequence_number, str(error))
     except producer_state.InvalidProducerEpochError as error:
         return _partition_result(index, ErrorCode.invalid_producer_epoch, str(error))
+    except OSError as error:
+        # A full disk or a failing one: the segment cut the partial write back off, so
+        # the log is as it was; the producer may retry once space is back.
+        log.error("cannot append to %s-%d: %s", topic, index, error)
+        broker.metrics.storage_errors.labels(error.strerror or type(error).__name__).inc()
+        return _partition_result(
+            index,
+            ErrorCode.kafka_storage_error,
+            f"Disk error when trying to append to {topic}-{index}: {error.strerror or error}",
+        )
     if not result.duplicate:
         broker.metrics.bytes_in.labels(topic).inc(len(data))
         broker.metrics.messages_in.labels(topic).inc(sum(h.records_count for h in headers))
@@ -162,4 +183,17 @@ def _append(
         base_offset=result.base_offset,
         log_append_time=result.log_append_time_ms,
         log_start_offset=result.log_start_offset,
+    )
+
+
+def _has_null_key(data: bytearray, headers: list[record_batches.BatchHeader]) -> bool:
+    """Whether a record lacks a key: the one produce check that decodes (and decompresses)
+    records, made only for compacted topics, as Kafka does."""
+    view = memoryview(data)
+    return any(
+        record.key is None
+        for header in headers
+        for record in record_batches.iter_raw_records(
+            view[header.position : header.position + header.size]
+        )
     )
