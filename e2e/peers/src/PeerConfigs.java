@@ -127,15 +127,15 @@ public final class PeerConfigs {
             }
             StringBuilder sb = new StringBuilder();
             sb.append("{\"name\": ");
-            str(sb, entry.name());
+            Json.string(sb, entry.name());
             sb.append(", \"value\": ");
-            str(sb, entry.value());
+            Json.string(sb, entry.value());
             sb.append(", \"source\": ");
-            str(sb, entry.source().name());
+            Json.string(sb, entry.source().name());
             sb.append(", \"readOnly\": ").append(entry.isReadOnly());
             sb.append(", \"sensitive\": ").append(entry.isSensitive());
             sb.append(", \"type\": ");
-            str(sb, entry.type().name());
+            Json.string(sb, entry.type().name());
             sb.append(", \"documented\": ").append(entry.documentation() != null);
             sb.append(", \"synonyms\": [");
             boolean first = true;
@@ -145,11 +145,11 @@ public final class PeerConfigs {
                 }
                 first = false;
                 sb.append("{\"name\": ");
-                str(sb, synonym.name());
+                Json.string(sb, synonym.name());
                 sb.append(", \"value\": ");
-                str(sb, synonym.value());
+                Json.string(sb, synonym.value());
                 sb.append(", \"source\": ");
-                str(sb, synonym.source().name());
+                Json.string(sb, synonym.source().name());
                 sb.append('}');
             }
             sb.append("]}");
@@ -172,47 +172,13 @@ public final class PeerConfigs {
     private static void printError(PrintStream out, Exception e) {
         Throwable cause = e instanceof ExecutionException && e.getCause() != null ? e.getCause() : e;
         StringBuilder sb = new StringBuilder("{\"error\": ");
-        str(sb, cause.getClass().getSimpleName());
+        Json.string(sb, cause.getClass().getSimpleName());
         sb.append(", \"message\": ");
-        str(sb, cause.getMessage());
+        Json.string(sb, cause.getMessage());
         sb.append('}');
         out.println(sb);
     }
 
-    private static void str(StringBuilder sb, String s) {
-        if (s == null) {
-            sb.append("null");
-            return;
-        }
-        sb.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"':
-                    sb.append("\\\"");
-                    break;
-                case '\\':
-                    sb.append("\\\\");
-                    break;
-                case '\n':
-                    sb.append("\\n");
-                    break;
-                case '\r':
-                    sb.append("\\r");
-                    break;
-                case '\t':
-                    sb.append("\\t");
-                    break;
-                default:
-                    if (c < 0x20) {
-                        sb.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        sb.append(c);
-                    }
-            }
-        }
-        sb.append('"');
-    }
 
     private static void fail(String msg) {
         System.err.println("PeerConfigs: " + msg);

@@ -118,9 +118,9 @@ public final class PeerConsumer {
         sb.append("{\"partition\": ").append(r.partition());
         sb.append(", \"offset\": ").append(r.offset());
         sb.append(", \"key\": ");
-        str(sb, r.key());
+        Json.string(sb, r.key());
         sb.append(", \"value\": ");
-        str(sb, r.value());
+        Json.string(sb, r.value());
         sb.append(", \"headers\": [");
         boolean first = true;
         for (Header h : r.headers()) {
@@ -129,9 +129,9 @@ public final class PeerConsumer {
             }
             first = false;
             sb.append('[');
-            str(sb, h.key().getBytes(StandardCharsets.UTF_8));
+            Json.string(sb, h.key().getBytes(StandardCharsets.UTF_8));
             sb.append(", ");
-            str(sb, h.value());
+            Json.string(sb, h.value());
             sb.append(']');
         }
         sb.append("], \"timestamp\": ").append(r.timestamp());
@@ -139,41 +139,6 @@ public final class PeerConsumer {
         return sb.toString();
     }
 
-    private static void str(StringBuilder sb, byte[] bytes) {
-        if (bytes == null) {
-            sb.append("null");
-            return;
-        }
-        String s = new String(bytes, StandardCharsets.UTF_8);
-        sb.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"':
-                    sb.append("\\\"");
-                    break;
-                case '\\':
-                    sb.append("\\\\");
-                    break;
-                case '\n':
-                    sb.append("\\n");
-                    break;
-                case '\r':
-                    sb.append("\\r");
-                    break;
-                case '\t':
-                    sb.append("\\t");
-                    break;
-                default:
-                    if (c < 0x20) {
-                        sb.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        sb.append(c);
-                    }
-            }
-        }
-        sb.append('"');
-    }
 
     private static void usage(PrintStream out) {
         out.println("usage: PeerConsumer --bootstrap-server HOST:PORT --topic T --count N"

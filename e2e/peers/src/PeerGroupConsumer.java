@@ -188,9 +188,9 @@ public final class PeerGroupConsumer {
                     StringBuilder sb = new StringBuilder("{\"event\": \"record\", \"partition\": ");
                     sb.append(r.partition()).append(", \"offset\": ").append(r.offset());
                     sb.append(", \"key\": ");
-                    str(sb, r.key());
+                    Json.string(sb, r.key());
                     sb.append(", \"value\": ");
-                    str(sb, r.value());
+                    Json.string(sb, r.value());
                     emit(sb.toString());
                     next.put(new TopicPartition(r.topic(), r.partition()),
                             new OffsetAndMetadata(r.offset() + 1, r.leaderEpoch(), commitMetadata));
@@ -231,7 +231,7 @@ public final class PeerGroupConsumer {
                 continue;
             } catch (KafkaException e) { // CommitFailedException, RebalanceInProgressException, ...
                 StringBuilder sb = new StringBuilder("{\"event\": \"commit_failed\", \"error\": ");
-                str(sb, e.toString().getBytes(StandardCharsets.UTF_8));
+                Json.string(sb, e.toString().getBytes(StandardCharsets.UTF_8));
                 emit(sb.toString());
                 return false;
             }
@@ -277,11 +277,11 @@ public final class PeerGroupConsumer {
             for (ConsumerGroupListing g : admin.listConsumerGroups().all().get()) {
                 sb.append(first ? "" : ", ").append("{\"groupId\": ");
                 first = false;
-                str(sb, g.groupId());
+                Json.string(sb, g.groupId());
                 sb.append(", \"state\": ");
-                str(sb, g.groupState().map(Object::toString).orElse(null));
+                Json.string(sb, g.groupState().map(Object::toString).orElse(null));
                 sb.append(", \"type\": ");
-                str(sb, g.type().map(Object::toString).orElse(null));
+                Json.string(sb, g.type().map(Object::toString).orElse(null));
                 sb.append(", \"isSimple\": ").append(g.isSimpleConsumerGroup()).append('}');
             }
             sb.append("], \"described\": {");
@@ -292,33 +292,33 @@ public final class PeerGroupConsumer {
                 ConsumerGroupDescription d = described.get(id);
                 sb.append(first ? "" : ", ");
                 first = false;
-                str(sb, id);
+                Json.string(sb, id);
                 sb.append(": {\"state\": ");
-                str(sb, d.groupState().toString());
+                Json.string(sb, d.groupState().toString());
                 sb.append(", \"type\": ");
-                str(sb, d.type() == null ? null : d.type().toString());
+                Json.string(sb, d.type() == null ? null : d.type().toString());
                 sb.append(", \"isSimple\": ").append(d.isSimpleConsumerGroup());
                 sb.append(", \"partitionAssignor\": ");
-                str(sb, d.partitionAssignor());
+                Json.string(sb, d.partitionAssignor());
                 sb.append(", \"coordinator\": ").append(d.coordinator() == null ? "null" : d.coordinator().id());
                 sb.append(", \"members\": [");
                 boolean firstMember = true;
                 for (MemberDescription m : d.members()) {
                     sb.append(firstMember ? "" : ", ").append("{\"memberId\": ");
                     firstMember = false;
-                    str(sb, m.consumerId());
+                    Json.string(sb, m.consumerId());
                     sb.append(", \"groupInstanceId\": ");
-                    str(sb, m.groupInstanceId().orElse(null));
+                    Json.string(sb, m.groupInstanceId().orElse(null));
                     sb.append(", \"clientId\": ");
-                    str(sb, m.clientId());
+                    Json.string(sb, m.clientId());
                     sb.append(", \"host\": ");
-                    str(sb, m.host());
+                    Json.string(sb, m.host());
                     sb.append(", \"assignment\": [");
                     boolean firstTp = true;
                     for (TopicPartition tp : m.assignment().topicPartitions()) {
                         sb.append(firstTp ? "" : ", ").append('[');
                         firstTp = false;
-                        str(sb, tp.topic());
+                        Json.string(sb, tp.topic());
                         sb.append(", ").append(tp.partition()).append(']');
                     }
                     sb.append("]}");
@@ -330,7 +330,7 @@ public final class PeerGroupConsumer {
             for (String id : groups) {
                 sb.append(first ? "" : ", ");
                 first = false;
-                str(sb, id);
+                Json.string(sb, id);
                 sb.append(": [");
                 Map<TopicPartition, OffsetAndMetadata> offsets =
                         admin.listConsumerGroupOffsets(id).partitionsToOffsetAndMetadata().get();
@@ -338,7 +338,7 @@ public final class PeerGroupConsumer {
                 for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
                     sb.append(firstTp ? "" : ", ").append("{\"topic\": ");
                     firstTp = false;
-                    str(sb, e.getKey().topic());
+                    Json.string(sb, e.getKey().topic());
                     sb.append(", \"partition\": ").append(e.getKey().partition());
                     OffsetAndMetadata om = e.getValue();
                     if (om == null) {
@@ -347,7 +347,7 @@ public final class PeerGroupConsumer {
                     }
                     sb.append(", \"offset\": ").append(om.offset());
                     sb.append(", \"metadata\": ");
-                    str(sb, om.metadata());
+                    Json.string(sb, om.metadata());
                     sb.append(", \"leaderEpoch\": ").append(om.leaderEpoch().map(Object::toString).orElse("null"));
                     sb.append('}');
                 }
@@ -358,36 +358,7 @@ public final class PeerGroupConsumer {
         OUT.println(sb);
     }
 
-    private static void str(StringBuilder sb, String s) {
-        str(sb, s == null ? null : s.getBytes(StandardCharsets.UTF_8));
-    }
 
-    private static void str(StringBuilder sb, byte[] bytes) {
-        if (bytes == null) {
-            sb.append("null");
-            return;
-        }
-        String s = new String(bytes, StandardCharsets.UTF_8);
-        sb.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"':
-                    sb.append("\\\"");
-                    break;
-                case '\\':
-                    sb.append("\\\\");
-                    break;
-                default:
-                    if (c < 0x20) {
-                        sb.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        sb.append(c);
-                    }
-            }
-        }
-        sb.append('"');
-    }
 
     private static void usage(PrintStream out) {
         out.println("usage: PeerGroupConsumer --bootstrap-server HOST:PORT --topic T --group G"
