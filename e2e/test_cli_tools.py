@@ -21,6 +21,7 @@ from strom_process import StromProcess, free_port
 TOOL_TIMEOUT_S = 60.0
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs.sh; Kafka 4.x keeps it in core
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 TOOLS = {
     "strom-topics": "topics",
@@ -564,6 +565,49 @@ def test_topic_configs_described_as_kafka_describes_them(
     everything = run("strom-configs", *b, "--describe", "--topic", topic, "--all").out
     assert everything.splitlines()[0] == f"All configs for topic {topic} are:"
     assert "  segment.bytes=" in everything
+
+    # kafka-configs.sh --alter: set a list value and a plain one, remove another
+    altered = run(
+        "strom-configs",
+        *b,
+        "--alter",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        topic,
+        "--add-config",
+        "cleanup.policy=[compact,delete],segment.ms=60000",
+        "--delete-config",
+        "retention.ms",
+    )
+    assert altered.out == f"Completed updating config for topic {topic}.\n"
+    ours_after = run("strom-configs", *b, "--describe", "--topic", topic).out
+    assert [line.split(" sensitive=")[0] for line in ours_after.splitlines()[1:]] == [
+        "  cleanup.policy=compact,delete",
+        "  segment.ms=60000",
+    ]
+    theirs_after = kafka(
+        java_peers,
+        CONFIG_COMMAND,
+        *b,
+        "--describe",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        topic,
+    )
+    assert ours_after == theirs_after.out
+    bad = run(
+        "strom-configs",
+        *b,
+        "--alter",
+        "--topic",
+        topic,
+        "--add-config",
+        "retention.ms=soon",
+        check=False,
+    )
+    assert bad.rc == 1 and "retention.ms" in bad.err, str(bad)
 
     # --command-config: client properties from a file, refused by name when unknown
     good = tmp_path / "client.properties"

@@ -1,12 +1,15 @@
-"""strom-configs --describe: kafka-configs.sh's describe for topics and brokers.
+"""strom-configs: kafka-configs.sh's --describe and --alter for topics and brokers.
 
     strom-configs --bootstrap-server HOST:PORT --describe --entity-type topics --entity-name T
     strom-configs --bootstrap-server HOST:PORT --describe --broker 1 --all
+    strom-configs --bootstrap-server HOST:PORT --alter --entity-type topics --entity-name T \
+        --add-config retention.ms=1000,cleanup.policy=[compact,delete] --delete-config segment.ms
 
 Prints, as Kafka's ConfigCommand does, "Dynamic configs for topic T are:" (or "All configs
 ..." with --all) and one line per config, sorted by name, with its synonyms in precedence
 order: `  retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000,
-DEFAULT_CONFIG:log.retention.hours=168}`. `--alter` is not supported yet.
+DEFAULT_CONFIG:log.retention.hours=168}`. `--alter` uses IncrementalAlterConfigs (SET for
+--add-config, DELETE for --delete-config) and prints "Completed updating config for topic T."
 """
 
 from __future__ import annotations
@@ -31,13 +34,21 @@ DYNAMIC_SOURCE = {
 def build_parser() -> argparse.ArgumentParser:
     parser = options.parser(
         "strom-configs",
-        "Describe the configs of topics and brokers (Kafka's kafka-configs.sh --describe, "
+        "Describe and alter the configs of topics and brokers (Kafka's kafka-configs.sh, "
         "for Strom).",
     )
     options.add_bootstrap(parser)
     options.add_command_config(parser, what="admin")
     parser.add_argument("--describe", action="store_true", help="List configs of the entity.")
-    parser.add_argument("--alter", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--alter", action="store_true", help="Alter the configs of the entity.")
+    parser.add_argument(
+        "--add-config",
+        metavar="K=V,...",
+        help="Configs to set: k1=v1,k2=[v1,v2,v3] (square brackets group a list value).",
+    )
+    parser.add_argument(
+        "--delete-config", metavar="K,...", help="Configs to remove (back to their default)."
+    )
     parser.add_argument("--entity-type", choices=ENTITY_TYPES, help="topics or brokers")
     parser.add_argument(
         "--entity-name", help="The topic name or broker id (all of them when left out)."
@@ -63,10 +74,14 @@ def build_parser() -> argparse.ArgumentParser:
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     args.bootstrap = options.require_bootstrap(args)
-    if args.alter:
-        raise UsageError("--alter is not supported yet: Strom's strom-configs only describes")
-    if not args.describe:
-        raise UsageError("Command must include exactly one action: --describe")
+    if args.alter == args.describe:
+        raise UsageError("Command must include exactly one action: --describe, --alter")
+    args.set_configs = parse_add_config(args.add_config or "")
+    args.delete_configs = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
+    if args.alter and not (args.set_configs or args.delete_configs):
+        raise UsageError("--alter needs --add-config or --delete-config")
+    if args.describe and (args.set_configs or args.delete_configs):
+        raise UsageError("--add-config and --delete-config go with --alter")
     shorthand = [
         ("topics", args.topic, False),
         ("brokers", args.broker, False),
@@ -91,7 +106,42 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         raise UsageError(
             f"The entity name for brokers must be a broker id, got {args.entity_name!r}"
         )
+    if args.alter and not (args.entity_name or args.entity_default):
+        raise UsageError("--alter needs --entity-name (or --entity-default for brokers)")
+    if args.alter and args.entity_default:
+        raise UsageError(
+            "--alter --entity-default is not supported by strom-configs (librdkafka cannot "
+            "name the default broker resource); use kafka-configs.sh"
+        )
     return args
+
+
+def parse_add_config(text: str) -> dict[str, str]:
+    """Kafka's --add-config syntax: k1=v1,k2=[a,b]; brackets keep commas in one value."""
+    out: dict[str, str] = {}
+    position = 0
+    while position < len(text):
+        equals = text.find("=", position)
+        if equals < 0:
+            raise UsageError(f"--add-config: expected key=value in {text[position:]!r}")
+        key = text[position:equals].strip()
+        if text.startswith("[", equals + 1):
+            close = text.find("]", equals + 1)
+            if close < 0:
+                raise UsageError(f"--add-config: unclosed [ in the value of {key}")
+            value = text[equals + 2 : close]
+            position = close + 1
+        else:
+            comma = text.find(",", equals + 1)
+            end = len(text) if comma < 0 else comma
+            value = text[equals + 1 : end]
+            position = end
+        if not key:
+            raise UsageError("--add-config: a config name is empty")
+        out[key] = value
+        if text.startswith(",", position):
+            position += 1
+    return out
 
 
 def describe_lines(
@@ -116,6 +166,11 @@ def _text(value: str | None) -> str:
 def _body(argv: Sequence[str] | None) -> int:
     args = parse(argv)
     admin = client_admin.Admin(args.bootstrap, options.properties_file(args.command_config))
+    if args.alter:
+        kind = "topic" if args.entity_type == "topics" else "broker"
+        admin.alter_configs(kind, args.entity_name, args.set_configs, args.delete_configs)
+        print(f"Completed updating config for {kind} {args.entity_name}.")
+        return 0
     adjective = "All" if args.all else "Dynamic"
     if args.entity_type == "topics":
         if args.entity_name:

@@ -272,6 +272,32 @@ class Admin:
         [(_, entries)] = self._describe_configs([resource])
         return entries
 
+    def alter_configs(
+        self,
+        resource_type: str,
+        name: str,
+        set_configs: Mapping[str, str],
+        delete_configs: Sequence[str],
+    ) -> None:
+        """IncrementalAlterConfigs on a topic or a broker (`resource_type` "topic" or
+        "broker"): SET the given values, DELETE the given names (back to their default)."""
+        op = kafka_admin.AlterConfigOpType
+        entries = [
+            kafka_admin.ConfigEntry(key, value, incremental_operation=op.SET)
+            for key, value in set_configs.items()
+        ] + [
+            kafka_admin.ConfigEntry(key, None, incremental_operation=op.DELETE)
+            for key in delete_configs
+        ]
+        restype = (
+            kafka_admin.ResourceType.TOPIC
+            if resource_type == "topic"
+            else kafka_admin.ResourceType.BROKER
+        )
+        resource = kafka_admin.ConfigResource(restype, name, incremental_configs=entries)
+        futures = self._client.incremental_alter_configs([resource], request_timeout=self.timeout)
+        self._result(futures[resource], f"the configs of {resource_type} '{name}'", name)
+
     def _describe_configs(
         self, resources: list[kafka_admin.ConfigResource]
     ) -> list[tuple[kafka_admin.ConfigResource, list[ConfigEntry]]]:
