@@ -1,5 +1,6 @@
 # `make run` and `make test` do all the set-up on a fresh machine: a virtualenv with
 # pinned packages (requirements.lock), and for the tests the Java/kcat peers.
+# Benchmarks against Apache Kafka: bench/bench.mk (make bench, bench-quick, bench-profile).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -43,3 +44,5 @@ test: install lint typecheck
 
 clean:
 	rm -rf $(VENV) .strom-data e2e/peers/lib e2e/peers/target
+
+include bench/bench.mk

@@ -1,0 +1,252 @@
+"""The two brokers under test, started the same way: fresh data directory on the same disk,
+free loopback ports, the same segment size, no fsync per message (both rely on the page
+cache, as Kafka does by default). A broker is SIGKILLed when its round is over: its data
+is thrown away, so a graceful shutdown would only cost time.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from strom_bench import java_tools, process_groups
+
+READY_TIMEOUT_S = 90.0
+STROM = "strom"
+KAFKA = "kafka"
+SIDES = (STROM, KAFKA)
+
+# kafka-server-start.sh's heap and kafka-run-class.sh's JVM options: Kafka as users run it.
+KAFKA_JVM_OPTIONS = (
+    "-Xmx1G",
+    "-Xms1G",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-Djava.awt.headless=true",
+)
+KAFKA_MAIN = "kafka.Kafka"
+KAFKA_STORAGE_TOOL = "kafka.tools.StorageTool"
+
+
+class BrokerFailed(RuntimeError):
+    """A broker exited or did not become ready in time; the message carries its log tail."""
+
+
+def strom_server_command() -> str:
+    """The `strom-server` next to the interpreter running the harness (the project's venv)."""
+    candidate = Path(sys.executable).parent / "strom-server"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("strom-server")
+    if found:
+        return found
+    raise BrokerFailed("strom-server is not installed: run `make install-python`")
+
+
+def strom_overrides(
+    port: int, metrics_port: int, log_dir: Path, segment_bytes: int
+) -> dict[str, str]:
+    """Strom's settings: Kafka's property names, the same values as the Kafka peer's."""
+    return {
+        "node.id": "1",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "log.dirs": str(log_dir),
+        "log.segment.bytes": str(segment_bytes),
+        "num.partitions": "1",
+        "metrics.listener": f"http://127.0.0.1:{metrics_port}",
+    }
+
+
+def kafka_server_properties(
+    port: int, controller_port: int, log_dir: Path, segment_bytes: int
+) -> dict[str, str]:
+    """A single KRaft node in combined mode (broker + controller) on loopback.
+
+    Flush settings are left at Kafka's defaults (log.flush.interval.* = never): like Strom,
+    Kafka leaves writes in the page cache and relies on replication, not fsync, for safety.
+    """
+    return {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(log_dir),
+        "log.segment.bytes": str(segment_bytes),
+        "num.partitions": "1",
+        "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "group.initial.rebalance.delay.ms": "0",
+    }
+
+
+def properties_text(properties: Mapping[str, str]) -> str:
+    return "".join(f"{key}={value}\n" for key, value in properties.items())
+
+
+def kafka_cluster_id() -> str:
+    """A cluster id as `kafka-storage random-uuid` prints it: 16 random bytes, base64url."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class Broker:
+    """One running broker process; `kind` is STROM or KAFKA."""
+
+    kind: str
+
+    def __init__(self, groups: process_groups.ProcessGroups, work_dir: Path) -> None:
+        self.groups = groups
+        self.work_dir = work_dir
+        self.data_dir = work_dir / "data"
+        self.log_path = work_dir / "broker.log"
+        self.port = process_groups.free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        if self.proc is None:
+            raise BrokerFailed(f"{self.kind} broker is not started")
+        return self.proc
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def wait_ready(self, tools: java_tools.JavaTools) -> None:
+        """Until clients can use the broker, within READY_TIMEOUT_S; BrokerFailed if not."""
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        """SIGKILL the broker and delete its data (its log file stays for reading)."""
+        if self.proc is not None:
+            self.groups.kill(self.proc)
+        shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def log_excerpt(self) -> str:
+        return f"--- {self.log_path} ---\n{process_groups.log_tail(self.log_path)}"
+
+    def check_alive(self) -> None:
+        proc = self.process
+        if proc.poll() is not None:
+            raise BrokerFailed(f"{self.kind} broker exited with {proc.returncode}")
+
+
+class StromBroker(Broker):
+    kind = STROM
+
+    def __init__(
+        self, groups: process_groups.ProcessGroups, work_dir: Path, segment_bytes: int
+    ) -> None:
+        super().__init__(groups, work_dir)
+        self.metrics_port = process_groups.free_port()
+        self.overrides = strom_overrides(self.port, self.metrics_port, self.data_dir, segment_bytes)
+
+    def argv(self) -> list[str]:
+        argv = [strom_server_command()]
+        for key, value in self.overrides.items():
+            argv += ["--override", f"{key}={value}"]
+        return argv
+
+    def start(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.proc = self.groups.spawn(
+            self.argv(), stdout=self.log_path, cwd=self.work_dir, env={"PYTHONUNBUFFERED": "1"}
+        )
+
+    def wait_ready(self, tools: java_tools.JavaTools) -> None:
+        """Until /readyz answers 200: logs recovered, listener open."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        url = f"http://127.0.0.1:{self.metrics_port}/readyz"
+        while True:
+            self.check_alive()
+            try:
+                with urllib.request.urlopen(url, timeout=1.0) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass  # not listening yet, or 503 while starting
+            if time.monotonic() >= deadline:
+                raise BrokerFailed(f"strom-server not ready within {READY_TIMEOUT_S:.0f}s")
+            time.sleep(process_groups.POLL_INTERVAL_S)
+
+
+class KafkaBroker(Broker):
+    kind = KAFKA
+
+    def __init__(
+        self,
+        groups: process_groups.ProcessGroups,
+        work_dir: Path,
+        segment_bytes: int,
+        formatted_template: Path,
+    ) -> None:
+        super().__init__(groups, work_dir)
+        self.controller_port = process_groups.free_port()
+        self.formatted_template = formatted_template
+        self.properties = kafka_server_properties(
+            self.port, self.controller_port, self.data_dir, segment_bytes
+        )
+
+    def start(self) -> None:
+        """Start from a formatted log dir (see format_kafka_storage)."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(self.formatted_template, self.data_dir)
+        config = self.work_dir / "server.properties"
+        config.write_text(properties_text(self.properties))
+        argv = java_tools.java_argv(KAFKA_MAIN, [str(config)], KAFKA_JVM_OPTIONS)
+        self.proc = self.groups.spawn(argv, stdout=self.log_path, cwd=self.work_dir)
+
+    def wait_ready(self, tools: java_tools.JavaTools) -> None:
+        """Until an admin client sees the node (BenchAdmin retries with a deadline while
+        this process is watched): Kafka opens its port before it serves requests."""
+        try:
+            tools.admin_ready(self.bootstrap, READY_TIMEOUT_S, self.process)
+        except java_tools.ToolFailed as e:
+            raise BrokerFailed(f"Kafka not ready: {e}") from e
+
+
+def format_kafka_storage(
+    groups: process_groups.ProcessGroups, template_dir: Path, segment_bytes: int
+) -> None:
+    """`kafka-storage format` once into `template_dir`; each Kafka start copies it.
+
+    Copying a formatted directory is what formatting would write (meta.properties and the
+    bootstrap checkpoint), without a JVM start per round.
+    """
+    template_dir.parent.mkdir(parents=True, exist_ok=True)
+    properties = kafka_server_properties(
+        process_groups.free_port(), process_groups.free_port(), template_dir, segment_bytes
+    )
+    config = template_dir.parent / "format.properties"
+    config.write_text(properties_text(properties))
+    args = ["format", "-t", kafka_cluster_id(), "-c", str(config)]
+    argv = java_tools.java_argv(KAFKA_STORAGE_TOOL, args, java_tools.ADMIN_JVM_OPTIONS)
+    log = template_dir.parent / "format.log"
+    proc = groups.spawn(argv, stdout=log)
+    rc = groups.wait(proc, 120.0)
+    if rc != 0:
+        raise BrokerFailed(f"kafka-storage format failed ({rc}):\n{process_groups.log_tail(log)}")

@@ -1,0 +1,156 @@
+"""The command line: `python -m strom_bench quick|full|profile` (bench/ on PYTHONPATH).
+
+quick and full run every workload on Strom and on Apache Kafka, alternating (A B A B), and
+write bench/results/<timestamp>.{json,md,png}; profile runs P1 against Strom under py-spy
+and writes bench/results/<timestamp>-profile-p1.svg.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import shutil
+import signal
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from strom_bench import (
+    brokers,
+    figures,
+    java_tools,
+    machine,
+    plotting,
+    process_groups,
+    profiling,
+    report,
+    workloads,
+)
+from strom_bench.plan import PLANS, Plan
+
+BENCH_DIR = Path(__file__).resolve().parent.parent
+FSYNC_POLICY = (
+    "no fsync per message on either broker: log.flush.interval.messages/ms left at Kafka's "
+    "defaults (never); both leave writes in the page cache, as Kafka does by default"
+)
+
+
+def _exit_on_sigterm(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the `with` that kills every child
+
+
+def settings_document(plan: Plan, run_dir: Path) -> dict[str, Any]:
+    if run_dir.is_relative_to(BENCH_DIR.parent):
+        run_dir = run_dir.relative_to(BENCH_DIR.parent)  # as seen from the repository root
+    example_dir = run_dir / "<broker>" / "data"
+    return {
+        **plan.as_settings(),
+        "order": "A B A B: every round runs Strom's turn, then Kafka's, each on fresh brokers",
+        "kafka_version": java_tools.kafka_version(),
+        "fsync": FSYNC_POLICY,
+        "log_dirs": f"fresh directories under {run_dir} (same disk for both)",
+        "kafka_mode": "KRaft combined mode (broker+controller), single node, from its jars",
+        "kafka_jvm_options": list(brokers.KAFKA_JVM_OPTIONS),
+        "kafka_server_properties": brokers.kafka_server_properties(
+            0, 0, example_dir, plan.segment_bytes
+        ),
+        "strom_overrides": brokers.strom_overrides(0, 0, example_dir, plan.segment_bytes),
+        "tool_jvm_options": list(java_tools.TOOL_JVM_OPTIONS),
+        "tools": {
+            "P1": f"{java_tools.PRODUCER_PERFORMANCE} --warmup-records "
+            f"{plan.p1_warmup_fraction:.0%} of the records (steady-state line reported)",
+            "C1": "AssignConsumerPerf (bench/peer): ConsumerPerformance's counting, assign() "
+            "instead of a group",
+            "L1": "FixedRateLatency (bench/peer): open-loop producer at a fixed rate, "
+            "consumer in the same JVM, latency from each record's scheduled send time",
+            "M1": "VmRSS of the broker process (the JVM; the Python process)",
+        },
+        "units": "MB = 2^20 bytes, as Kafka's tools count; MiB of resident memory",
+    }
+
+
+def run_comparison(plan: Plan, results_dir: Path, keep_run_dir: bool) -> int:
+    started = time.monotonic()
+    timestamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_dir = BENCH_DIR / "run" / timestamp
+    run_dir.mkdir(parents=True)
+    machine_info = machine.describe(run_dir, java_tools.java_version())
+    rounds: dict[str, list[dict[str, float]]] = {side: [] for side in brokers.SIDES}
+    errors: list[str] = []
+    with process_groups.ProcessGroups() as groups:
+        template = run_dir / "kafka-formatted"
+        brokers.format_kafka_storage(groups, template, plan.segment_bytes)
+        for round_no in range(1, plan.rounds + 1):
+            for kind in brokers.SIDES:
+                turn = workloads.run_turn(
+                    workloads.Turn(kind, round_no, plan, groups, run_dir, template)
+                )
+                rounds[kind].append(turn.values)
+                errors += turn.errors
+    machine_info["load_average_end"] = machine.load_average()
+    results = figures.build_figures(rounds)
+    document = report.json_document(
+        timestamp=timestamp,
+        mode=plan.mode,
+        figures=results,
+        machine=machine_info,
+        settings=settings_document(plan, run_dir),
+        errors=errors,
+        duration_s=time.monotonic() - started,
+    )
+    json_path, markdown_path = report.write_reports(results_dir, timestamp, document, results)
+    title = f"Strom vs Apache Kafka {java_tools.kafka_version()}, {plan.mode} run {timestamp}"
+    png_path = plotting.write_plot(results_dir / f"{timestamp}.png", results, title)
+    print(report.markdown_document(document, results))
+    print(f"Wrote {json_path}, {markdown_path} and {png_path}")
+    if errors:
+        print(f"{len(errors)} workload(s) failed; logs kept in {run_dir}", file=sys.stderr)
+        for error in errors:
+            print(error, file=sys.stderr)
+        return 1
+    if not keep_run_dir:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return 0
+
+
+def run_profile(plan: Plan, results_dir: Path) -> int:
+    timestamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
+    run_dir = BENCH_DIR / "run" / timestamp
+    svg_path = results_dir / f"{timestamp}-profile-p1.svg"
+    with process_groups.ProcessGroups() as groups:
+        profiling.profile_p1(groups, plan, run_dir, svg_path)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    print(f"Flame graph of Strom under P1: {svg_path}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m strom_bench", description="Strom's benchmarks beside Apache Kafka."
+    )
+    parser.add_argument("mode", choices=sorted(PLANS), help="quick (<3 min), full, or profile")
+    parser.add_argument("--rounds", type=int, help="runs per side (default: the mode's; >= 3)")
+    parser.add_argument(
+        "--results-dir", type=Path, default=BENCH_DIR / "results", help="where reports go"
+    )
+    parser.add_argument(
+        "--keep-run-dir", action="store_true", help="keep broker and tool logs (bench/run/)"
+    )
+    args = parser.parse_args(argv)
+    plan = PLANS[args.mode]
+    if args.rounds is not None:
+        if args.rounds < 1:
+            parser.error("--rounds must be at least 1")
+        plan = dataclasses.replace(plan, rounds=args.rounds)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    java_tools.install_peer()
+    try:
+        if plan.mode == "profile":
+            return run_profile(plan, args.results_dir)
+        return run_comparison(plan, args.results_dir, args.keep_run_dir)
+    except (brokers.BrokerFailed, java_tools.ToolFailed, profiling.ProfileFailed) as e:
+        print(f"benchmark failed: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,140 @@
+"""The figures a run reports: per-side summaries of the rounds, the Strom/Kafka ratio, and
+whether the ratio meets the broker's target. Pure: no processes, no files."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+HIGHER = "higher"
+LOWER = "lower"
+PENDING = "needs replication: Strom is a single broker today"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal for the Strom/Kafka ratio, e.g. `>= 0.8` (from the benchmark issue)."""
+
+    op: str  # ">=" or "<="
+    ratio: float
+
+    def met_by(self, ratio: float) -> bool:
+        return ratio >= self.ratio if self.op == ">=" else ratio <= self.ratio
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.ratio:g}"
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    id: str
+    unit: str
+    better: str  # HIGHER or LOWER
+    title: str
+    target: Target | None = None
+    pending: str | None = None  # why the figure cannot be measured yet
+
+
+_P1 = Target(">=", 0.8)
+_C1 = Target(">=", 1.0)
+_L1 = Target("<=", 2.0)
+_M1 = Target("<=", 0.5)
+
+SPECS: tuple[FigureSpec, ...] = (
+    FigureSpec("P1-1KiB", "MB/s", HIGHER, "produce 1 KiB records, 6 partitions, acks=1", _P1),
+    FigureSpec("P1-1KiB-records", "records/s", HIGHER, "same run, records per second", _P1),
+    FigureSpec("P1-100B", "MB/s", HIGHER, "produce 100 B records, 6 partitions, acks=1", _P1),
+    FigureSpec("P1-100B-records", "records/s", HIGHER, "same run, records per second", _P1),
+    FigureSpec("P2", "MB/s", HIGHER, "produce, 3 brokers, RF=3, acks=all", pending=PENDING),
+    FigureSpec("C1", "MB/s", HIGHER, "consume P1-1KiB's records from the start", _C1),
+    FigureSpec("C1-records", "records/s", HIGHER, "same run, records per second", _C1),
+    FigureSpec("L1-p50", "ms", LOWER, "end-to-end latency at 5,000 msg/s, 1 KiB"),
+    FigureSpec("L1-p99", "ms", LOWER, "end-to-end latency at 5,000 msg/s, 1 KiB", _L1),
+    FigureSpec("L1-p99.9", "ms", LOWER, "end-to-end latency at 5,000 msg/s, 1 KiB"),
+    FigureSpec("F1", "s", LOWER, "failover after SIGKILL of a leader", pending=PENDING),
+    FigureSpec("M1-idle", "MiB", LOWER, "resident memory, just started, no topics", _M1),
+    FigureSpec("M1-P1", "MiB", LOWER, "peak resident memory during P1", _M1),
+    FigureSpec("M1-1000p", "MiB", LOWER, "after the workloads, + 1,000-partition topic", _M1),
+)  # fmt: skip
+SPECS_BY_ID = {spec.id: spec for spec in SPECS}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Median, min and max of one side's runs of one figure."""
+
+    median: float
+    min: float
+    max: float
+    runs: tuple[float, ...]
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Summary | None:
+        if not values:
+            return None
+        return cls(
+            median=statistics.median(values), min=min(values), max=max(values), runs=tuple(values)
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"median": self.median, "min": self.min, "max": self.max, "runs": list(self.runs)}
+
+
+@dataclass(frozen=True)
+class Figure:
+    spec: FigureSpec
+    strom: Summary | None
+    kafka: Summary | None
+
+    @property
+    def ratio(self) -> float | None:
+        """Strom's median over Kafka's; None when a side has no runs or Kafka's is 0."""
+        if self.strom is None or self.kafka is None or self.kafka.median == 0:
+            return None
+        return self.strom.median / self.kafka.median
+
+    @property
+    def meets_target(self) -> bool | None:
+        ratio = self.ratio
+        if self.spec.target is None or ratio is None:
+            return None
+        return self.spec.target.met_by(ratio)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.spec.id,
+            "unit": self.spec.unit,
+            "strom": self.strom.to_json() if self.strom else None,
+            "kafka": self.kafka.to_json() if self.kafka else None,
+            "ratio": self.ratio,
+            "better": self.spec.better,
+            "title": self.spec.title,
+            "target": str(self.spec.target) if self.spec.target else None,
+            "meets_target": self.meets_target,
+        }
+        if self.spec.pending:
+            data["pending"] = self.spec.pending
+        return data
+
+
+def build_figures(
+    rounds: Mapping[str, Sequence[Mapping[str, float]]],
+    specs: Sequence[FigureSpec] = SPECS,
+) -> list[Figure]:
+    """One Figure per spec from each side's rounds ({"strom": [{id: value}, ...], "kafka": ...}).
+
+    A round that lost a figure (its workload failed) just contributes no value to it.
+    """
+
+    def summary(side: str, figure_id: str) -> Summary | None:
+        values = [r[figure_id] for r in rounds.get(side, ()) if figure_id in r]
+        return Summary.of(values)
+
+    return [
+        Figure(spec, None, None)
+        if spec.pending
+        else Figure(spec, summary("strom", spec.id), summary("kafka", spec.id))
+        for spec in specs
+    ]

@@ -1,0 +1,90 @@
+"""What a run does: the workload sizes and repetitions of the quick and full modes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+KIB = 1024
+GIB = 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Plan:
+    mode: str
+    rounds: int  # each round runs every workload once on Strom, then on Kafka (A B A B)
+    settle_s: float  # wait before reading an idle broker's memory
+    p1_partitions: int
+    p1_records_1kib: int  # also C1's data: C1 reads back everything P1-1KiB wrote
+    p1_records_100b: int
+    p1_warmup_fraction: float  # ProducerPerformance --warmup-records, left out of the figure
+    producer_properties: tuple[str, ...]
+    l1_rate: int
+    l1_duration_s: float
+    l1_warmup_s: float
+    l1_record_size: int
+    l1_acks: str
+    m1_partitions: int
+    segment_bytes: int
+    tool_timeout_s: float
+
+    def warmup_records(self, records: int) -> int:
+        return int(records * self.p1_warmup_fraction)
+
+    @property
+    def c1_bytes(self) -> int:
+        return self.p1_records_1kib * KIB
+
+    def as_settings(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_COMMON: dict[str, Any] = {
+    "p1_partitions": 6,
+    "p1_warmup_fraction": 0.2,
+    "producer_properties": ("acks=1", "batch.size=65536", "linger.ms=5"),
+    "l1_rate": 5000,
+    "l1_record_size": KIB,
+    "l1_acks": "1",
+    "m1_partitions": 1000,
+    "segment_bytes": GIB,
+}
+
+QUICK = Plan(
+    mode="quick",
+    rounds=3,
+    settle_s=0.5,
+    p1_records_1kib=40_000,
+    p1_records_100b=150_000,
+    l1_duration_s=3.5,
+    l1_warmup_s=1.5,
+    tool_timeout_s=120.0,
+    **_COMMON,
+)
+
+FULL = Plan(
+    mode="full",
+    rounds=5,
+    settle_s=5.0,
+    p1_records_1kib=GIB // KIB,  # 1 GiB of values: C1 consumes 1 GiB already on disk
+    p1_records_100b=3_000_000,
+    l1_duration_s=30.0,
+    l1_warmup_s=5.0,
+    tool_timeout_s=900.0,
+    **_COMMON,
+)
+
+# `make bench-profile`: P1 against Strom only, sized like the full run's P1 but shorter.
+PROFILE = Plan(
+    mode="profile",
+    rounds=1,
+    settle_s=1.0,
+    p1_records_1kib=300_000,
+    p1_records_100b=1_000_000,
+    l1_duration_s=0.0,
+    l1_warmup_s=0.0,
+    tool_timeout_s=600.0,
+    **_COMMON,
+)
+
+PLANS = {plan.mode: plan for plan in (QUICK, FULL, PROFILE)}

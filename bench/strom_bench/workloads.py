@@ -1,0 +1,158 @@
+"""One side's turn in a round: every workload against one fresh broker, figures collected.
+
+In order: M1-idle (just started, no topics), P1 with 1 KiB then 100 B records (M1-P1 is the
+peak sampled throughout), C1 reading back everything P1-1KiB wrote, L1, and last M1-1000p
+(a 1,000-partition topic added, so its idle partitions cannot disturb the other workloads).
+A failed workload is recorded and leaves its figures out of this round; a dead broker ends
+the turn.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from strom_bench import brokers, java_tools, memory, process_groups
+from strom_bench.plan import Plan
+
+P1_1KIB_TOPIC = "p1-1kib"
+P1_100B_TOPIC = "p1-100b"
+L1_TOPIC = "l1"
+M1_TOPIC = "m1-partitions"
+ADMIN_TIMEOUT_S = 120.0
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Turn:
+    """Everything one side's turn needs, and where its figures and errors go."""
+
+    kind: str
+    round_no: int
+    plan: Plan
+    groups: process_groups.ProcessGroups
+    run_dir: Path
+    kafka_template: Path | None
+    values: dict[str, float] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"[round {self.round_no}/{self.plan.rounds} {self.kind}]"
+
+    def new_broker(self) -> brokers.Broker:
+        work_dir = self.run_dir / f"round{self.round_no}-{self.kind}"
+        if self.kind == brokers.STROM:
+            return brokers.StromBroker(self.groups, work_dir, self.plan.segment_bytes)
+        assert self.kafka_template is not None
+        return brokers.KafkaBroker(
+            self.groups, work_dir, self.plan.segment_bytes, self.kafka_template
+        )
+
+    def record(self, figure_id: str, value: float, unit: str) -> None:
+        self.values[figure_id] = value
+        progress(f"{self.label} {figure_id}: {value:,.1f} {unit}")
+
+    def attempt(self, workload: str, run: Callable[[], None]) -> None:
+        """Run one workload; a tool failure is recorded and the turn goes on."""
+        try:
+            run()
+        except java_tools.ToolFailed as e:
+            self.errors.append(f"{self.label} {workload}: {e}")
+            progress(f"{self.label} {workload} FAILED: {str(e).splitlines()[0]}")
+
+
+def run_turn(turn: Turn) -> Turn:
+    broker = turn.new_broker()
+    tools = java_tools.JavaTools(turn.groups, broker.work_dir / "tools")
+    try:
+        _run_workloads(turn, broker, tools)
+    except (brokers.BrokerFailed, process_groups.BrokerExited, java_tools.ToolFailed) as e:
+        turn.errors.append(f"{turn.label} broker: {e}\n{broker.log_excerpt()}")
+        progress(f"{turn.label} broker FAILED: {str(e).splitlines()[0]}")
+    finally:
+        broker.stop()
+    return turn
+
+
+def _run_workloads(turn: Turn, broker: brokers.Broker, tools: java_tools.JavaTools) -> None:
+    plan = turn.plan
+    broker.start()
+    broker.wait_ready(tools)
+    time.sleep(plan.settle_s)  # a fixed idle window before reading memory, not a wait
+    broker.check_alive()
+    turn.record("M1-idle", memory.rss_mib(broker.pid), "MiB")
+    topics = [
+        (P1_1KIB_TOPIC, plan.p1_partitions),
+        (P1_100B_TOPIC, plan.p1_partitions),
+        (L1_TOPIC, 1),
+    ]
+    tools.create_topics(broker.bootstrap, topics, ADMIN_TIMEOUT_S, broker.process)
+
+    def produce(figure: str, topic: str, records: int, size: int) -> Callable[[], None]:
+        def run() -> None:
+            result = tools.produce(
+                broker.bootstrap,
+                topic,
+                records=records,
+                warmup_records=plan.warmup_records(records),
+                record_size=size,
+                producer_properties=plan.producer_properties,
+                timeout_s=plan.tool_timeout_s,
+                broker=broker.process,
+            )
+            turn.record(figure, result.mb_per_s, "MB/s")
+            turn.record(f"{figure}-records", result.records_per_s, "records/s")
+
+        return run
+
+    with memory.PeakRssSampler(broker.pid) as sampler:
+        turn.attempt("P1-1KiB", produce("P1-1KiB", P1_1KIB_TOPIC, plan.p1_records_1kib, 1024))
+        turn.attempt("P1-100B", produce("P1-100B", P1_100B_TOPIC, plan.p1_records_100b, 100))
+    broker.check_alive()
+    turn.record("M1-P1", sampler.peak_mib, "MiB")
+
+    def consume() -> None:
+        if "P1-1KiB" not in turn.values:
+            raise java_tools.ToolFailed("skipped: P1-1KiB did not write C1's data")
+        result = tools.consume(
+            broker.bootstrap,
+            P1_1KIB_TOPIC,
+            records=plan.p1_records_1kib,
+            timeout_s=plan.tool_timeout_s,
+            broker=broker.process,
+        )
+        turn.record("C1", result.mb_per_s, "MB/s")
+        turn.record("C1-records", result.records_per_s, "records/s")
+
+    def latency() -> None:
+        result = tools.fixed_rate_latency(
+            broker.bootstrap,
+            L1_TOPIC,
+            rate=plan.l1_rate,
+            duration_s=plan.l1_duration_s,
+            warmup_s=plan.l1_warmup_s,
+            record_size=plan.l1_record_size,
+            acks=plan.l1_acks,
+            broker=broker.process,
+        )
+        turn.record("L1-p50", result.p50_ms, "ms")
+        turn.record("L1-p99", result.p99_ms, "ms")
+        turn.record("L1-p99.9", result.p999_ms, "ms")
+
+    def with_partitions() -> None:
+        topics = [(M1_TOPIC, plan.m1_partitions)]
+        tools.create_topics(broker.bootstrap, topics, ADMIN_TIMEOUT_S, broker.process)
+        time.sleep(plan.settle_s)
+        broker.check_alive()
+        turn.record("M1-1000p", memory.rss_mib(broker.pid), "MiB")
+
+    turn.attempt("C1", consume)
+    turn.attempt("L1", latency)
+    turn.attempt("M1-1000p", with_partitions)
