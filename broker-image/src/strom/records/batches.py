@@ -548,23 +548,27 @@ def iter_records(batch: bytes | bytearray | memoryview) -> Iterator[Record]:
 
 
 def rebuild_batch(
-    header: BatchHeader, kept: Sequence[RawRecord], max_timestamp: int | None = None
+    header: BatchHeader,
+    kept: Sequence[RawRecord],
+    max_timestamp: int | None = None,
+    codec: int | None = None,
 ) -> bytes:
     """A batch holding only ``kept`` records of the batch ``header`` describes.
 
-    Base offset, last offset delta, base timestamp, producer fields, leader epoch,
-    attributes and codec stay as they were, so the kept records keep their offsets and a
-    producer's sequence range is unchanged; the records are recompressed with the batch's
-    codec, and the max timestamp (CreateTime) is that of the kept records. With no record
-    kept it is an empty batch that still covers its offsets.
+    Base offset, last offset delta, base timestamp, producer fields, leader epoch and
+    attributes stay as they were, so the kept records keep their offsets and a producer's
+    sequence range is unchanged; the records are compressed with ``codec`` (by default the
+    batch's own), and the max timestamp (CreateTime) is that of the kept records. With no
+    record kept it is an empty batch that still covers its offsets.
     """
     body = b"".join(bytes(record.encoded) for record in kept)
-    attributes = header.attributes
+    target = header.compression if codec is None else codec
+    attributes = (header.attributes & ~COMPRESSION_MASK) | target
     if not kept:
         # Kafka writes an emptied batch uncompressed: there is nothing to decompress.
         attributes &= ~COMPRESSION_MASK
-    elif header.compression != COMPRESSION_NONE:
-        body = compression.compress(header.compression, body)
+    elif target != COMPRESSION_NONE:
+        body = compression.compress(target, body)
     if max_timestamp is None:
         max_timestamp = header.max_timestamp
         if header.timestamp_type == CREATE_TIME and kept:

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from strom.cluster import metadata as cluster_metadata
 from strom.protocol import apis, shaping
 from strom.records import batches as record_batches
+from strom.records import compression
 from strom.server import connection
 from strom.storage import producer_state
 
@@ -25,6 +26,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _ZERO_UUID = uuid.UUID(int=0)
+# compression.type values that make the broker recompress ("producer" keeps the batch's).
+_TOPIC_CODECS = {
+    "uncompressed": compression.NONE,
+    "gzip": compression.GZIP,
+    "snappy": compression.SNAPPY,
+    "lz4": compression.LZ4,
+    "zstd": compression.ZSTD,
+}
 _VALID_ACKS = (-1, 0, 1)
 
 
@@ -152,6 +161,14 @@ def _append(
             ErrorCode.invalid_record,
             f"Compressed outer record has more than one batch ({len(headers)})",
         )
+    codec = _TOPIC_CODECS.get(topic_config.compression_type)
+    if codec is not None and headers[0].compression != codec:
+        try:
+            data, headers = _recompressed(data, headers[0], codec, topic_config.max_message_bytes)
+        except record_batches.RecordTooLargeError as error:
+            return _partition_result(index, ErrorCode.message_too_large, str(error))
+        except record_batches.CorruptRecordError as error:
+            return _partition_result(index, ErrorCode.corrupt_message, str(error))
     if any(h.is_transactional for h in headers) or body.transactional_id is not None:
         return _partition_result(
             index,
@@ -197,3 +214,13 @@ def _has_null_key(data: bytearray, headers: list[record_batches.BatchHeader]) ->
             view[header.position : header.position + header.size]
         )
     )
+
+
+def _recompressed(
+    data: bytearray, header: record_batches.BatchHeader, codec: int, max_bytes: int
+) -> tuple[bytearray, list[record_batches.BatchHeader]]:
+    """The batch in the topic's compression.type, as Kafka rewrites it on the produce path
+    (only for topics that set one: "producer", the default, keeps batches verbatim)."""
+    records = list(record_batches.iter_raw_records(memoryview(data)[: header.size]))
+    rebuilt = bytearray(record_batches.rebuild_batch(header, records, codec=codec))
+    return rebuilt, record_batches.validate_produce_batches(memoryview(rebuilt), max_bytes)
