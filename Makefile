@@ -1,6 +1,7 @@
 # `make run` and `make test` do all the set-up on a fresh machine: a virtualenv with
 # pinned packages (requirements.lock), and for the tests the Java/kcat peers.
 # Benchmarks against Apache Kafka: bench/bench.mk (make bench, bench-quick, bench-profile).
+# The Kubernetes tier: e2e/k8s/k8s.mk (make k8s-tools builds the control plane once, cached).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -39,10 +40,11 @@ unit: install-python
 e2e: install
 	$(BIN)/pytest e2e $(PYTEST_ARGS)
 
-test: install lint typecheck
+test: install k8s-tools lint typecheck
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .strom-data e2e/peers/lib e2e/peers/target
 
 include bench/bench.mk
+include e2e/k8s/k8s.mk
