@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import struct
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,27 @@ async def test_reading_pauses_while_too_many_requests_wait(
     # ...and resume once the worker drained it.
     assert transport.reading
     assert len(responses(bytes(transport.written), 18, 3)) == connection.MAX_QUEUED_FRAMES + 5
+
+
+async def test_requests_queued_when_the_client_closes_are_not_run(
+    broker: broker_module.Broker,
+) -> None:
+    # A Metadata request that would auto-create a topic, queued behind another request
+    # when the client goes away, must not run (a closing consumer's last Metadata once
+    # re-created a topic deleted meanwhile).
+    protocol, _ = connect(broker)
+    metadata = request(
+        3,
+        12,
+        {
+            "topics": [{"name": "created-by-a-ghost", "topic_id": uuid.UUID(int=0)}],
+            "allow_auto_topic_creation": True,
+            "include_topic_authorized_operations": False,
+        },
+        2,
+    )
+    protocol.data_received(api_versions(1) + metadata)
+    if not protocol.eof_received():
+        protocol.connection_lost(None)  # what asyncio does when eof_received is falsy
+    await settle()
+    assert "created-by-a-ghost" not in broker.metadata.image.topics

@@ -137,13 +137,20 @@ class Broker:
         log.info("created topic %s with %d partition(s)", name, partitions)
         return topic
 
-    def auto_create_topic(self, name: str) -> cluster_metadata.TopicMetadata:
+    def auto_create_topic(
+        self, name: str, requested_by: str = ""
+    ) -> cluster_metadata.TopicMetadata:
         """Metadata's auto-creation (auto.create.topics.enable), with broker defaults."""
         topic = self.metadata.create_topic(
             name, self.config.num_partitions, self.config.default_replication_factor, {}
         )
         self._open_partitions(topic)
-        log.info("auto-created topic %s with %d partition(s)", name, topic.partitions)
+        log.info(
+            "auto-created topic %s with %d partition(s) for a metadata request of %s",
+            name,
+            topic.partitions,
+            requested_by or "a client",
+        )
         return topic
 
     def delete_topic(self, name: str) -> None:

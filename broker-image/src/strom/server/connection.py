@@ -103,10 +103,14 @@ class KafkaConnection(asyncio.Protocol):
             self._transport.pause_reading()
 
     def eof_received(self) -> bool | None:
-        # Finish what was received, then close: requests already read still get answers.
+        # A client that closes its side is gone (Kafka clients never half-close). Requests
+        # it had queued behind a long poll are dropped, not run: Kafka reads one request
+        # at a time per connection and would never have read them. Running them anyway
+        # had side effects, e.g. a closing consumer's last Metadata re-creating a topic
+        # deleted meanwhile. Returning False closes the transport: connection_lost follows.
         self._closing = True
-        self._queue_changed.set()
-        return True
+        self._queue.clear()
+        return False
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True

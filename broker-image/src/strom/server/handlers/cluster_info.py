@@ -93,7 +93,14 @@ async def handle_metadata(broker: Broker, request: apis.Request, context: Reques
             if name is None:
                 topics.append(_error_topic(None, None, ErrorCode.invalid_request))
                 continue
-            topics.append(_named_topic(broker, name, allow_auto_create))
+            topics.append(
+                _named_topic(
+                    broker,
+                    name,
+                    allow_auto_create,
+                    f"client {request.header.client_id!r} at {context.client_host}",
+                )
+            )
 
     response_type = apis.response_class(request.header.api_key, version)
     return shaping.build(
@@ -109,7 +116,9 @@ async def handle_metadata(broker: Broker, request: apis.Request, context: Reques
     )
 
 
-def _named_topic(broker: Broker, name: str, allow_auto_create: bool) -> dict[str, Any]:
+def _named_topic(
+    broker: Broker, name: str, allow_auto_create: bool, requested_by: str
+) -> dict[str, Any]:
     existing = broker.metadata.image.topics.get(name)
     if existing is not None:
         return topic_entry(broker, existing)
@@ -120,7 +129,7 @@ def _named_topic(broker: Broker, name: str, allow_auto_create: bool) -> dict[str
     if not (allow_auto_create and broker.config.auto_create_topics_enable):
         return _error_topic(name, None, ErrorCode.unknown_topic_or_partition)
     try:
-        created = broker.auto_create_topic(name)
+        created = broker.auto_create_topic(name, requested_by)
     except cluster_metadata.InvalidTopicError:
         return _error_topic(name, None, ErrorCode.invalid_topic_exception)
     except cluster_metadata.InvalidReplicationFactorError:
