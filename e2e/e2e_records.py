@@ -113,3 +113,39 @@ def _first_anomaly(seen: Sequence[int]) -> str:
         if got != expected:
             return f"position {expected}: offset {got}"
     return "none"
+
+
+def read_partition(
+    bootstrap: str, topic: str, partition: int = 0, timeout: float = 60.0
+) -> list[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record of one partition, from its start to its high
+    watermark (librdkafka's partition-EOF event), read with assign() and confluent-kafka."""
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "e2e-unused",  # required by librdkafka; unused with assign()
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        out: list[tuple[int, bytes | None, bytes | None]] = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            error = msg.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    return out
+                raise AssertionError(f"reading {topic}-{partition}: {error}")
+            out.append((msg.offset(), msg.key(), msg.value()))
+        raise AssertionError(f"did not reach the end of {topic}-{partition} in {timeout:.0f}s")
+    finally:
+        consumer.close()

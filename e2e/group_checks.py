@@ -37,6 +37,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from waiting import wait_until
+
 CLIENTS = ("confluent", "kafka-python", "aiokafka", "java")
 SESSION_TIMEOUT_MS = 6000  # Kafka's group.min.session.timeout.ms: the shortest allowed
 HEARTBEAT_INTERVAL_MS = 1000
@@ -44,24 +46,6 @@ HEARTBEAT_INTERVAL_MS = 1000
 BROKER_OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
 JAVA_MAIN = "PeerGroupConsumer"
 STOP_TIMEOUT_S = 30.0
-
-
-def wait_until(
-    condition: Callable[[], object], timeout: float, what: str | Callable[[], str]
-) -> float:
-    """Poll `condition` every 50 ms until it is true; return the seconds it took.
-
-    On the deadline, fail with `what` (a string, or a callable giving the current state).
-    """
-    start = time.monotonic()
-    deadline = start + timeout
-    while True:
-        if condition():
-            return time.monotonic() - start
-        if time.monotonic() >= deadline:
-            detail = what() if callable(what) else what
-            raise AssertionError(f"not within {timeout:.0f}s: {detail}")
-        time.sleep(0.05)
 
 
 class Member:
@@ -298,11 +282,13 @@ def wait_balanced(
             and sorted(len(s) for s in sets) == sorted(sizes)
         )
 
-    return wait_until(
+    start = time.monotonic()
+    wait_until(
         balanced,
         timeout,
         lambda: f"assignment sizes {sorted(sizes)} over {partitions}\n" + describe(),
     )
+    return time.monotonic() - start
 
 
 def ownership_intervals(member: Member) -> dict[int, list[tuple[int, int]]]:

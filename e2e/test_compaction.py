@@ -5,15 +5,15 @@ offsets the producers were given; keyless records are refused."""
 from __future__ import annotations
 
 import re
-import time
 import urllib.request
 from collections.abc import Callable
 
+import e2e_records
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer
-from confluent_kafka import TopicPartition as TP
+from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from strom_process import StromProcess
+from waiting import wait_until
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 KEYS = 20
@@ -36,39 +36,10 @@ BROKER_OVERRIDES = {
 
 def read_all(bootstrap: str, topic: str) -> list[tuple[int, str, str | None]]:
     """(offset, key, value) of every record from the start to the high watermark."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "unused",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([TP(topic, 0, OFFSET_BEGINNING)])
-        out = []
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    return out
-                raise AssertionError(msg.error())
-            value = msg.value()
-            out.append((msg.offset(), msg.key().decode(), value.decode() if value else None))
-        raise AssertionError("did not reach the end of the partition in 30s")
-    finally:
-        consumer.close()
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: Callable[[], str]) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what()}")
-        time.sleep(0.2)
+    return [
+        (offset, key.decode() if key else "", value.decode() if value else None)
+        for offset, key, value in e2e_records.read_partition(bootstrap, topic)
+    ]
 
 
 def records_removed(broker: StromProcess) -> float:

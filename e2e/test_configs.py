@@ -26,6 +26,7 @@ from kafka import TopicPartition as KafkaPythonPartition
 from kafka.admin import ConfigResource as KafkaPythonConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from strom_process import StromProcess
+from waiting import wait_until
 
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"  # kafka-configs.sh; Kafka 4.x keeps it in core
 SEGMENT_BYTES = 4096
@@ -74,17 +75,6 @@ def alter(admin: AdminClient, kind: Any, name: str, **changes: tuple[Any, str | 
     ]
     resource = ConfigResource(kind, name, incremental_configs=entries)
     admin.incremental_alter_configs([resource])[resource].result(30)
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = WAIT_S) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = condition()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.2)
 
 
 # --- the Java AdminClient
@@ -441,8 +431,10 @@ def test_retention_bytes_set_at_run_time_then_consumers_reset(
     alter(
         admin, ConfigResource.Type.TOPIC, topic, retention__bytes=(AlterConfigOpType.SET, "12288")
     )
-    low, high = wait_for(
-        lambda: (o := offsets(broker, topic))[0] > 0 and o, "the log start offset to advance"
+    low, high = wait_until(
+        lambda: (o := offsets(broker, topic))[0] > 0 and o,
+        WAIT_S,
+        "the log start offset to advance",
     )
     assert high == 200
     # Whole segments went: the log now starts where a segment started.
@@ -526,7 +518,7 @@ def test_retention_ms_set_at_run_time_deletes_expired_segments(
 
     alter(admin, ConfigResource.Type.TOPIC, topic, retention__ms=(AlterConfigOpType.SET, "1000"))
     # Every segment expires, the active one included (rolled first), as in Kafka.
-    assert wait_for(lambda: offsets(broker, topic) == (60, 60), "all records to expire")
+    assert wait_until(lambda: offsets(broker, topic) == (60, 60), WAIT_S, "all records to expire")
     assert segment_bases(broker, topic) == [60]
     # Offsets go on where they were.
     alter(admin, ConfigResource.Type.TOPIC, topic, retention__ms=(AlterConfigOpType.DELETE, None))

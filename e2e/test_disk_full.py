@@ -10,14 +10,13 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import e2e_records
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer
-from confluent_kafka import TopicPartition as TP
+from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from strom_process import StromProcess
 
@@ -55,23 +54,8 @@ def healthy(broker: StromProcess) -> bool:
     return False
 
 
-def read_all(bootstrap: str, topic: str, expected: int) -> dict[int, bytes]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
-    )
-    out: dict[int, bytes] = {}
-    try:
-        consumer.assign([TP(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + 60
-        while len(out) < expected and time.monotonic() < deadline:
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            assert msg.error() is None, msg.error()
-            out[msg.offset()] = msg.value()
-    finally:
-        consumer.close()
-    return out
+def read_all(bootstrap: str, topic: str) -> dict[int, bytes | None]:
+    return {o: v for o, _, v in e2e_records.read_partition(bootstrap, topic)}
 
 
 @pytest.mark.timeout(300)
@@ -127,7 +111,7 @@ def test_full_disk_refuses_writes_keeps_acknowledged_records_and_recovers(
 
     # What was acknowledged is readable right away, at contiguous offsets from 0.
     assert sorted(acked) == list(range(len(acked)))
-    assert read_all(broker.bootstrap, topic, len(acked)) == acked
+    assert read_all(broker.bootstrap, topic) == acked
 
     # Space comes back: producing resumes and nothing acknowledged is lost.
     ballast.unlink()
@@ -142,9 +126,9 @@ def test_full_disk_refuses_writes_keeps_acknowledged_records_and_recovers(
     assert producer.flush(60) == 0
     assert len(more) == 20
     everything = {**acked, **more}
-    assert read_all(broker.bootstrap, topic, len(everything)) == everything
+    assert read_all(broker.bootstrap, topic) == everything
 
     # And a restart finds the same log.
     broker.stop()
     broker.start()
-    assert read_all(broker.bootstrap, topic, len(everything)) == everything
+    assert read_all(broker.bootstrap, topic) == everything

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import e2e_records
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer
-from confluent_kafka import TopicPartition as TP
+from confluent_kafka import Producer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -31,25 +31,6 @@ def produce(bootstrap: str, topic: str, codec: str, values: list[bytes]) -> None
     for value in values:
         producer.produce(topic, key=b"k", value=value)
     assert producer.flush(30) == 0
-
-
-def read_values(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
-    )
-    try:
-        consumer.assign([TP(topic, 0, OFFSET_BEGINNING)])
-        out: list[bytes] = []
-        for _ in range(200):
-            if len(out) >= count:
-                break
-            msg = consumer.poll(0.5)
-            if msg is not None:
-                assert msg.error() is None, msg.error()
-                out.append(msg.value())
-        return out
-    finally:
-        consumer.close()
 
 
 @pytest.mark.timeout(120)
@@ -79,4 +60,4 @@ def test_topic_compression_type_rewrites_batches(
     produce(broker.bootstrap, topic, "lz4", second)
     codecs = stored_codecs(broker.log_dir, topic)
     assert compression.LZ4 in codecs and codecs[0] == compression.ZSTD
-    assert read_values(broker.bootstrap, topic, 100) == first + second
+    assert [v for _, _, v in e2e_records.read_partition(broker.bootstrap, topic)] == first + second

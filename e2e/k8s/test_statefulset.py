@@ -254,8 +254,14 @@ spec:
 
 def test_configmap_and_secret_reach_the_container(brokers: Cluster) -> None:
     brokers.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=CONFIG_POD)
-    time.sleep(3)  # the pod waits for its ConfigMap and Secret, which do not exist yet
-    assert pod(brokers, "config-check")["status"]["phase"] == "Pending"
+
+    # The ConfigMap and Secret do not exist yet: the kubelet says so, and the pod waits.
+    def refused() -> dict | None:  # type: ignore[type-arg]
+        p = pod(brokers, "config-check")
+        return p if "not found" in (p["status"].get("message") or "") else None
+
+    waiting_pod = wait_for("config-check held back for lack of its config", refused, 60)
+    assert waiting_pod["status"]["phase"] == "Pending"
     brokers.kubectl("apply", "-n", NAMESPACE, "-f", "-", input=CONFIG)
 
     def finished() -> dict | None:  # type: ignore[type-arg]

@@ -281,59 +281,8 @@ class GroupCoordinator:
         if not group.supports(protocol_type, protocols):
             return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
 
-        if member_id in group.pending_members:
-            member = self._pending_to_member(
-                group,
-                member_id,
-                client_id,
-                client_host,
-                session_timeout_ms,
-                rebalance_timeout_ms,
-                protocol_type,
-                protocols,
-            )
-            return await self._add_member_and_rebalance(group, member, now_ms)
-        if not member_id:
-            return await self._join_unknown_member(
-                group,
-                group_instance_id,
-                client_id,
-                client_host,
-                session_timeout_ms,
-                rebalance_timeout_ms,
-                protocol_type,
-                protocols,
-                version,
-                now_ms,
-            )
-        return await self._join_known_member(group, member_id, group_instance_id, protocols, now_ms)
-
-    async def _join_unknown_member(
-        self,
-        group: Group,
-        group_instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        version: int,
-        now_ms: int,
-    ) -> JoinResult:
-        new_member_id = f"{client_id}-{uuid.uuid4()}"
-        if group_instance_id and group_instance_id in group.static_members:
-            return await self._rejoin_static_member(
-                group, group_instance_id, new_member_id, protocols, session_timeout_ms, now_ms
-            )
-        if len(group.members) + len(group.pending_members) >= self.config.max_group_size:
-            return JoinResult(ErrorCode.group_max_size_reached)
-        if not group_instance_id and version >= MEMBER_ID_REQUIRED_MIN_VERSION:
-            # KIP-394: hand out the id first; the member joins for real with it.
-            group.pending_members[new_member_id] = now_ms + session_timeout_ms
-            return JoinResult(ErrorCode.member_id_required, member_id=new_member_id)
-        member = Member(
-            member_id=new_member_id,
+        candidate = Member(
+            member_id=member_id,
             group_instance_id=group_instance_id,
             client_id=client_id,
             client_host=client_host,
@@ -342,30 +291,36 @@ class GroupCoordinator:
             protocol_type=protocol_type,
             protocols=list(protocols),
         )
-        return await self._add_member_and_rebalance(group, member, now_ms)
+        if member_id in group.pending_members:
+            # The second JoinGroup of KIP-394, with the id the first one handed out.
+            del group.pending_members[member_id]
+            candidate.group_instance_id = None
+            return await self._add_member_and_rebalance(group, candidate, now_ms)
+        if not member_id:
+            return await self._join_unknown_member(group, candidate, version, now_ms)
+        return await self._join_known_member(group, member_id, group_instance_id, protocols, now_ms)
 
-    def _pending_to_member(
-        self,
-        group: Group,
-        member_id: str,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-    ) -> Member:
-        del group.pending_members[member_id]
-        return Member(
-            member_id=member_id,
-            group_instance_id=None,
-            client_id=client_id,
-            client_host=client_host,
-            session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            protocol_type=protocol_type,
-            protocols=list(protocols),
-        )
+    async def _join_unknown_member(
+        self, group: Group, candidate: Member, version: int, now_ms: int
+    ) -> JoinResult:
+        candidate.member_id = f"{candidate.client_id}-{uuid.uuid4()}"
+        instance_id = candidate.group_instance_id
+        if instance_id and instance_id in group.static_members:
+            return await self._rejoin_static_member(
+                group,
+                instance_id,
+                candidate.member_id,
+                candidate.protocols,
+                candidate.session_timeout_ms,
+                now_ms,
+            )
+        if len(group.members) + len(group.pending_members) >= self.config.max_group_size:
+            return JoinResult(ErrorCode.group_max_size_reached)
+        if not instance_id and version >= MEMBER_ID_REQUIRED_MIN_VERSION:
+            # KIP-394: hand out the id first; the member joins for real with it.
+            group.pending_members[candidate.member_id] = now_ms + candidate.session_timeout_ms
+            return JoinResult(ErrorCode.member_id_required, member_id=candidate.member_id)
+        return await self._add_member_and_rebalance(group, candidate, now_ms)
 
     async def _add_member_and_rebalance(
         self, group: Group, member: Member, now_ms: int

@@ -363,17 +363,14 @@ class Broker:
 
     async def _clean_dirtiest(self) -> bool:
         now = now_ms()
-        chosen: tuple[float, partition_log.PartitionLog, cleaner.CleaningPlan] | None = None
+        chosen: tuple[partition_log.PartitionLog, cleaner.CleaningPlan] | None = None
         for _, candidate in self.logs:
             plan = candidate.plan_cleaning(now)
-            if plan is None:
-                continue
-            ratio = cleaner.dirty_ratio(plan.segments, plan.first_dirty_offset)
-            if chosen is None or ratio > chosen[0]:
-                chosen = (ratio, candidate, plan)
+            if plan is not None and (chosen is None or plan.dirty_ratio > chosen[1].dirty_ratio):
+                chosen = (candidate, plan)
         if chosen is None:
             return False
-        _, target, plan = chosen
+        target, plan = chosen
         throttle = cleaner.Throttle(self.config.get_float("log.cleaner.io.max.bytes.per.second"))
         started = time.monotonic()
         try:

@@ -65,6 +65,7 @@ class CleaningPlan:
     end_offset: int
     tombstone_horizon_ms: int
     segment_bytes: int
+    dirty_ratio: float  # what the broker ranks logs by: the dirtiest is cleaned first
     # producer id -> last offset it wrote: that batch stays, even emptied, so the
     # producer's sequence numbers survive (Kafka's RETAIN_EMPTY).
     producer_last_offsets: Mapping[int, int] = dataclasses.field(default_factory=dict)
@@ -192,6 +193,7 @@ def plan(
         end_offset,
         now_ms - config.delete_retention_ms,
         config.segment_bytes,
+        ratio,
         dict(producer_last_offsets or {}),
     )
 
@@ -294,12 +296,12 @@ def write_cleaned(
     with open(path, "wb") as out:
         for owner in group:
             for header, data in _iter_batches(owner, throttle):
-                if header.is_control or (
-                    header.records_count == 0 and _retain_empty(header, cleaning)
-                ):
+                if header.is_control:
                     out.write(data)
                     continue
-                if header.records_count == 0:
+                if header.records_count == 0:  # emptied by an earlier pass
+                    if _retain_empty(header, cleaning):
+                        out.write(data)
                     continue
                 records = list(batches.iter_raw_records(data))
                 kept = [r for r in records if _survives(r, header, latest, cleaning)]
