@@ -51,6 +51,10 @@ class ShortRead(Exception):
     """A file range shrank under us (truncation): the frame can't be completed."""
 
 
+class PeerGone(Exception):
+    """The client closed or reset the connection while we were sending to it."""
+
+
 class KafkaConnection(asyncio.Protocol):
     def __init__(
         self,
@@ -181,6 +185,13 @@ class KafkaConnection(asyncio.Protocol):
             except ShortRead as error:
                 self._fail("short_read", str(error))
                 return False
+            except PeerGone as error:
+                # A client may close whenever it likes (a consumer shutting down mid-fetch).
+                log.debug("connection from %s closed while sending: %s", self.peer, error)
+                self._closing = True
+                self._queue.clear()
+                self._close_transport()
+                return False
         self._metrics.request_latency.labels(api_name).observe(time.perf_counter() - started)
         return True
 
@@ -210,9 +221,15 @@ class KafkaConnection(asyncio.Protocol):
                 if pending:
                     transport.write(pending)
                     pending = bytearray()
-                sent = await loop.sendfile(
-                    transport, file_range.file, file_range.position, file_range.length
-                )
+                try:
+                    sent = await loop.sendfile(
+                        transport, file_range.file, file_range.position, file_range.length
+                    )
+                except (ConnectionError, RuntimeError) as error:
+                    # RuntimeError("Transport is closing") when the peer went first.
+                    if isinstance(error, RuntimeError) and not transport.is_closing():
+                        raise
+                    raise PeerGone(str(error) or type(error).__name__) from error
                 if sent != file_range.length:
                     raise ShortRead(f"{sent} of {file_range.length} bytes sent")
                 self._metrics.fetch_bytes_sent.labels("sendfile").inc(sent)

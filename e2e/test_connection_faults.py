@@ -1,0 +1,146 @@
+"""Faults at the connection level against a real broker: requests with null arrays where
+the schema has none, clients that vanish in the middle of a large response, and many
+large requests at once. Each costs at most the offending connection, never a traceback,
+and the broker keeps serving everyone else."""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kio.index import load_request_schema
+from kio.serial import entity_writer
+from strom.protocol import shaping
+from strom.records import batches
+from strom_process import StromProcess
+
+LARGE_VALUE_BYTES = 900_000  # under message.max.bytes; one batch is a sendfile range
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StromProcess]:
+    process = StromProcess(tmp_path_factory.mktemp("strom-faults"))
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
+
+
+def encode(api_key: int, version: int, body: dict[str, Any], correlation_id: int = 1) -> bytes:
+    """A request frame with its size prefix."""
+    request_type = load_request_schema(api_key, version)
+    header_type = request_type.__header_schema__
+    buffer = io.BytesIO()
+    entity_writer(header_type)(
+        buffer,
+        header_type(
+            request_api_key=api_key,
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id="faults",
+        ),
+    )
+    entity_writer(request_type)(buffer, shaping.build(request_type, body))
+    payload = buffer.getvalue()
+    return struct.pack(">i", len(payload)) + payload
+
+
+def exchange(broker: StromProcess, frame: bytes) -> bytes:
+    """Send one frame and read one whole response frame (b"" if the broker closed)."""
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as connection:
+        connection.sendall(frame)
+        prefix = connection.recv(4, socket.MSG_WAITALL)
+        if len(prefix) < 4:
+            return b""
+        (size,) = struct.unpack(">i", prefix)
+        return connection.recv(size, socket.MSG_WAITALL)
+
+
+def api_versions_answers(broker: StromProcess) -> bool:
+    body = {"client_software_name": "faults", "client_software_version": "1"}
+    return len(exchange(broker, encode(18, 3, body, correlation_id=99))) > 0
+
+
+def assert_no_traceback(broker: StromProcess, since: int) -> None:
+    log = broker.log_tail(1 << 20)[since:] if since else broker.log_tail(1 << 20)
+    assert "Traceback" not in log, log
+    assert " ERROR " not in log, log
+
+
+def log_size(broker: StromProcess) -> int:
+    return len(broker.log_tail(1 << 20))
+
+
+# --- 2. a client that goes away in the middle of a sendfile --------------------------
+
+
+def _produce_large(broker: StromProcess, topic: str, count: int) -> None:
+    create = {
+        "topics": [
+            {
+                "name": topic,
+                "num_partitions": 1,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+        ],
+        "timeout_ms": 10_000,
+        "validate_only": False,
+    }
+    assert exchange(broker, encode(19, 7, create))
+    for index in range(count):
+        batch = batches.build_batch(
+            [(b"k", bytes([65 + index % 26]) * LARGE_VALUE_BYTES, [], 1_700_000_000_000)]
+        )
+        produce = {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout": 10_000,
+            "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
+        }
+        assert exchange(broker, encode(0, 9, produce, correlation_id=index))
+
+
+def _fetch(topic: str, max_bytes: int) -> bytes:
+    body = {
+        "replica_id": -1,
+        "max_wait": 0,
+        "min_bytes": 1,
+        "max_bytes": max_bytes,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {"partition": 0, "fetch_offset": 0, "partition_max_bytes": max_bytes}
+                ],
+            }
+        ],
+    }
+    return encode(1, 4, body)
+
+
+def test_a_client_leaving_during_sendfile_is_not_an_error(broker: StromProcess, topic: str) -> None:
+    _produce_large(broker, topic, count=8)  # ~7 MiB in one partition
+    since = log_size(broker)
+    for attempt in range(12):
+        with socket.socket() as client:
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            client.settimeout(10)
+            client.connect(("127.0.0.1", broker.port))
+            client.sendall(_fetch(topic, 50_000_000))
+            assert client.recv(4096)  # the response has started
+            if attempt % 3:
+                time.sleep(0.05 * (attempt % 3))  # let the broker fill the socket buffer
+            # An abortive close (RST): the broker's next send fails at once.
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    time.sleep(0.5)
+    assert api_versions_answers(broker)
+    assert_no_traceback(broker, since)
