@@ -77,6 +77,103 @@ def log_size(broker: StromProcess) -> int:
     return len(broker.log_tail(1 << 20))
 
 
+# --- 1. null arrays where the schema's array is not nullable -------------------------
+
+
+def _with_null_array(
+    api_key: int, version: int, body: dict[str, Any], field: str, element: Any
+) -> bytes:
+    """`body` encoded with `field` as a null array, which kio's writer refuses to do:
+    encode it empty and with one element, and null the count where the two differ
+    (after the size prefix)."""
+    empty = encode(api_key, version, {**body, field: []})
+    one = encode(api_key, version, {**body, field: [element]})
+    # The size prefix differs too: compare what follows it.
+    first_difference = next(i for i in range(4, len(empty)) if empty[i] != one[i])
+    frame = bytearray(empty)
+    if load_request_schema(api_key, version).__flexible__:
+        assert frame[first_difference] == 1  # compact array: count + 1, 0 is null
+        frame[first_difference] = 0
+    else:
+        start = first_difference - 3  # the low byte of an int32 count differs
+        assert frame[start : start + 4] == b"\0\0\0\0"
+        frame[start : start + 4] = b"\xff\xff\xff\xff"
+    return bytes(frame)
+
+
+NULL_ARRAY_CASES = {
+    "produce": (
+        0,
+        9,
+        {"transactional_id": None, "acks": 1, "timeout": 1000},
+        "topic_data",
+        {"name": "t", "partition_data": []},
+    ),
+    "list-offsets": (
+        2,
+        5,
+        {"replica_id": -1, "isolation_level": 0},
+        "topics",
+        {"name": "t", "partitions": []},
+    ),
+    "offset-commit": (
+        8,
+        8,
+        {"group_id": "g", "generation_id_or_member_epoch": -1, "member_id": ""},
+        "topics",
+        {"name": "t", "partitions": []},
+    ),
+    "sync-group": (
+        14,
+        5,
+        {
+            "group_id": "g",
+            "generation_id": 1,
+            "member_id": "m",
+            "group_instance_id": None,
+            "protocol_type": "consumer",
+            "protocol_name": "range",
+        },
+        "assignments",
+        {"member_id": "m", "assignment": b""},
+    ),
+    "describe-configs": (
+        32,
+        4,
+        {"include_synonyms": False, "include_documentation": False},
+        "resources",
+        {"resource_type": 2, "resource_name": "t", "configuration_keys": None},
+    ),
+    "create-partitions": (
+        37,
+        3,
+        {"timeout": 1000, "validate_only": False},
+        "topics",
+        {"name": "t", "count": 2, "assignments": None},
+    ),
+    "offset-fetch": (9, 1, {"group_id": "g"}, "topics", {"name": "t", "partition_indexes": []}),
+}
+
+
+@pytest.mark.parametrize("case", list(NULL_ARRAY_CASES))
+def test_a_null_array_closes_the_connection_without_a_traceback(
+    broker: StromProcess, case: str
+) -> None:
+    api_key, version, body, field, element = NULL_ARRAY_CASES[case]
+    since = log_size(broker)
+    frame = _with_null_array(api_key, version, body, field, element)
+    assert exchange(broker, frame) == b""
+    assert api_versions_answers(broker)
+    assert_no_traceback(broker, since)
+    assert f"{field} was null" in broker.log_tail(1 << 20)[since:]
+
+
+def test_nullable_arrays_still_work(broker: StromProcess) -> None:
+    flags = {"allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+    assert exchange(broker, encode(3, 1, {"topics": None, **flags}))  # all topics
+    assert exchange(broker, encode(9, 2, {"group_id": "g", "topics": None}))  # all offsets
+
+
 # --- 2. a client that goes away in the middle of a sendfile --------------------------
 
 
