@@ -305,13 +305,16 @@ class Broker:
         loop = asyncio.get_running_loop()
         advertised_by_name = {a.name: a for a in self.config.advertised_listeners}
         for listener in self.config.client_listeners:
-            server = await loop.create_server(
-                lambda name=listener.name: self._new_connection(name),
-                host=listener.bind_host,
-                port=listener.port,
-                reuse_address=True,
-                backlog=1024,
-            )
+            try:
+                server = await loop.create_server(
+                    lambda name=listener.name: self._new_connection(name),
+                    host=listener.bind_host,
+                    port=listener.port,
+                    reuse_address=True,
+                    backlog=1024,
+                )
+            except OSError as error:
+                raise OSError(f"listeners: cannot listen on {listener}: {error}") from error
             self._servers.append(server)
             bound_port = server.sockets[0].getsockname()[1]
             advertised = advertised_by_name.get(listener.name)
