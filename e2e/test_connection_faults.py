@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import socket
 import struct
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -241,3 +242,70 @@ def test_a_client_leaving_during_sendfile_is_not_an_error(broker: StromProcess, 
     time.sleep(0.5)
     assert api_versions_answers(broker)
     assert_no_traceback(broker, since)
+
+
+# --- 4. many large requests at once: queued.max.request.bytes bounds the memory --------
+
+LARGE_REQUEST_BYTES = 16 << 20
+LARGE_CLIENTS = 24  # 384 MiB of requests in flight at once without a bound
+
+
+def _memory_kib(pid: int, field: str) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def test_many_large_requests_at_once_keep_the_broker_memory_bounded(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    process = StromProcess(
+        tmp_path_factory.mktemp("strom-memory"),
+        overrides={
+            "socket.request.max.bytes": str(LARGE_REQUEST_BYTES + (1 << 20)),
+            "queued.max.request.bytes": str(LARGE_REQUEST_BYTES),
+        },
+    )
+    process.start()
+    try:
+        assert process.proc is not None
+        pid = process.proc.pid
+        batch = batches.build_batch([(b"k", b"m" * LARGE_REQUEST_BYTES, [], 1_700_000_000_000)])
+        produce = {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout": 10_000,
+            "topic_data": [{"name": "memory", "partition_data": [{"index": 0, "records": batch}]}],
+        }
+        frame = encode(0, 9, produce)
+        assert api_versions_answers(process)
+        before_kib = _memory_kib(pid, "VmRSS")
+        answered: list[int] = []
+        failures: list[BaseException] = []
+
+        def client() -> None:
+            try:
+                answered.append(len(exchange(process, frame)))
+            except BaseException as error:  # reported by the main thread
+                failures.append(error)
+
+        threads = [threading.Thread(target=client) for _ in range(LARGE_CLIENTS)]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + 120
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        assert not any(thread.is_alive() for thread in threads), "clients still waiting"
+        assert not failures, failures
+        assert len(answered) == LARGE_CLIENTS and all(answered), "every request was answered"
+        peak_growth_mib = (_memory_kib(pid, "VmHWM") - before_kib) / 1024
+        unbounded_mib = LARGE_CLIENTS * LARGE_REQUEST_BYTES / (1 << 20)
+        # A handful of requests' worth of copies, far from all of them at once.
+        assert peak_growth_mib < 160, (
+            f"the broker grew by {peak_growth_mib:.0f} MiB ({unbounded_mib:.0f} MiB sent)"
+        )
+        assert_no_traceback(process, 0)
+    finally:
+        process.stop()
