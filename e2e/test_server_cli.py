@@ -134,4 +134,89 @@ def test_a_taken_port_is_a_clear_startup_error(tmp_path: Path) -> None:
             tmp_path,
         )
     assert code == 1
-    assert "failed to start" in stderr and str(port) in stderr
+    assert "failed to start" in stderr and str(port) in stderr and "listeners" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_a_second_broker_on_a_data_directory_in_use_is_refused_before_recovery(
+    tmp_path: Path,
+) -> None:
+    first = StromProcess(tmp_path / "first")
+    first.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": first.bootstrap})
+        admin.list_topics("in-use", timeout=10)  # auto-creates a partition to recover
+        # The same ports too, as when a second copy is started by mistake.
+        code, stderr = run_to_exit(first.argv()[len(first.command) :], tmp_path)
+        assert code == 1, stderr
+        assert "log.dirs" in stderr and str(first.log_dir) in stderr and "in use" in stderr
+        assert "recovering" not in stderr and "Traceback" not in stderr
+        assert first.running
+        assert "in-use" in admin.list_topics(timeout=10).topics
+    finally:
+        first.stop()
+    first.start()  # the lock went with the first process
+
+
+def _refusal(tmp_path: Path, log_dirs: str) -> str:
+    code, stderr = run_to_exit(
+        [
+            "--override",
+            f"log.dirs={log_dirs}",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+            "--override",
+            f"metrics.listener=http://127.0.0.1:{free_port()}",
+        ],
+        tmp_path,
+    )
+    assert code != 0, stderr
+    assert "Traceback" not in stderr, stderr
+    assert "log.dirs" in stderr and log_dirs in stderr, stderr
+    return stderr
+
+
+def test_a_data_directory_that_is_a_file_is_refused_naming_log_dirs(tmp_path: Path) -> None:
+    a_file = tmp_path / "data"
+    a_file.write_text("not a directory\n")
+    assert "not a directory" in _refusal(tmp_path, str(a_file))
+
+
+def test_a_data_directory_that_cannot_be_created_is_refused_naming_log_dirs(
+    tmp_path: Path,
+) -> None:
+    _refusal(tmp_path, "/proc/strom-no-such-dir/data")  # not even root creates it
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    _refusal(tmp_path, str(a_file / "data"))  # the parent is a file
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")
+def test_a_data_directory_without_permission_is_refused_naming_log_dirs(
+    tmp_path: Path,
+) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        assert "ermission" in _refusal(tmp_path, str(locked))
+    finally:
+        locked.chmod(0o700)
+
+
+def test_a_taken_metrics_port_is_a_clear_startup_error(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, stderr = run_to_exit(
+            [
+                "--override",
+                f"listeners=PLAINTEXT://127.0.0.1:{free_port()}",
+                "--override",
+                f"metrics.listener=http://127.0.0.1:{port}",
+            ],
+            tmp_path,
+        )
+    assert code == 1, stderr
+    assert "metrics.listener" in stderr and str(port) in stderr
+    assert "Traceback" not in stderr

@@ -92,6 +92,42 @@ def test_null_in_a_field_that_is_not_nullable_in_this_version_is_sent_empty(vers
     assert body.member_id == "m-1"
 
 
+@pytest.mark.parametrize("version", [3, 9])
+def test_a_null_array_inside_an_array_is_a_protocol_error_naming_the_field(version: int) -> None:
+    # Produce with one topic whose partition_data is null (an empty array, then nulled).
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout": 1000,
+        "topic_data": [{"name": "t", "partition_data": []}],
+    }
+    frame = bytearray(encode_request(0, version, body))
+    if version >= 9:  # flexible: compact count 1 (empty), then the topic's tagged fields
+        assert frame[-3:] == b"\x01\x00\x00"
+        frame[-3] = 0
+    else:
+        assert frame[-4:] == b"\0\0\0\0"
+        frame[-4:] = b"\xff\xff\xff\xff"
+    with pytest.raises(apis.ProtocolError, match=r"TopicProduceData\.partition_data was null"):
+        apis.decode_request(memoryview(bytes(frame)))
+
+
+def test_nullable_arrays_may_be_null() -> None:
+    metadata = encode_request(3, 1, {"topics": None, **METADATA_FLAGS})
+    assert apis.decode_request(memoryview(metadata)).body.topics is None
+    offsets = encode_request(9, 2, {"group_id": "g", "topics": None})
+    assert apis.decode_request(memoryview(offsets)).body.topics is None
+    configs = encode_request(
+        32,
+        1,
+        {
+            "resources": [{"resource_type": 2, "resource_name": "t", "configuration_keys": None}],
+            "include_synonyms": False,
+        },
+    )
+    assert apis.decode_request(memoryview(configs)).body.resources[0].configuration_keys is None
+
+
 def test_unsupported_api_versions_version_gets_v0_body_with_error_35() -> None:
     correlation_id, body = decode_response(18, 0, apis.unsupported_api_versions_response(9))
     assert correlation_id == 9

@@ -17,7 +17,7 @@ from kio.serial import entity_reader, entity_writer
 from strom.config import broker as broker_config
 from strom.protocol import shaping
 from strom.server import broker as broker_module
-from strom.server import connection, dispatch
+from strom.server import connection, dispatch, flow_control
 
 
 class FakeTransport(asyncio.Transport):
@@ -92,7 +92,9 @@ def broker(tmp_path: Path) -> broker_module.Broker:
 
 
 def connect(
-    broker: broker_module.Broker, max_request_bytes: int = 1 << 20
+    broker: broker_module.Broker,
+    max_request_bytes: int = 1 << 20,
+    request_memory: flow_control.RequestMemory | None = None,
 ) -> tuple[connection.KafkaConnection, FakeTransport]:
     dispatcher = dispatch.Dispatcher(broker)
     protocol = connection.KafkaConnection(
@@ -100,6 +102,7 @@ def connect(
         max_request_bytes=max_request_bytes,
         metrics=broker.metrics,
         on_close=lambda c: None,
+        request_memory=request_memory,
     )
     transport = FakeTransport()
     protocol.connection_made(transport)
@@ -192,3 +195,54 @@ async def test_requests_queued_when_the_client_closes_are_not_run(
         protocol.connection_lost(None)  # what asyncio does when eof_received is falsy
     await settle()
     assert "created-by-a-ghost" not in broker.metadata.image.topics
+
+
+def big_api_versions(correlation_id: int, size: int) -> bytes:
+    body = {"client_software_name": "x" * size, "client_software_version": "1"}
+    return request(18, 3, body, correlation_id)
+
+
+async def test_request_memory_pauses_reading_across_connections_and_resumes(
+    broker: broker_module.Broker,
+) -> None:
+    memory = flow_control.RequestMemory(100)  # queued.max.request.bytes
+    first, first_transport = connect(broker, request_memory=memory)
+    second, second_transport = connect(broker, request_memory=memory)
+    third, third_transport = connect(broker, request_memory=memory)
+    first.data_received(big_api_versions(1, 200))  # more than the limit: it may overshoot
+    assert first_transport.reading and memory.used > 100
+    second.data_received(big_api_versions(2, 50))  # arrived whole, but not reserved
+    third_frame = big_api_versions(3, 50)
+    third.data_received(third_frame[:4])  # only the size so far
+    assert not second_transport.reading and not third_transport.reading
+    assert memory.waiting == 2
+    await settle()
+    # The first was answered and gave its memory back; the others were let in, in order.
+    assert second_transport.reading and third_transport.reading
+    assert [c for c, _ in responses(bytes(second_transport.written), 18, 3)] == [2]
+    third.data_received(third_frame[4:])
+    await settle()
+    assert [c for c, _ in responses(bytes(third_transport.written), 18, 3)] == [3]
+    assert [c for c, _ in responses(bytes(first_transport.written), 18, 3)] == [1]
+    assert memory.used == 0 and memory.waiting == 0
+
+
+async def test_a_closed_connection_gives_its_request_memory_back(
+    broker: broker_module.Broker,
+) -> None:
+    memory = flow_control.RequestMemory(100)
+    first, _ = connect(broker, request_memory=memory)
+    second, _ = connect(broker, request_memory=memory)
+    waiting, waiting_transport = connect(broker, request_memory=memory)
+    frame = big_api_versions(1, 200)
+    first.data_received(frame[:150])  # reserved, half read
+    second.data_received(frame[:10])  # waiting for memory
+    waiting.data_received(big_api_versions(2, 10))  # waiting behind it
+    assert memory.waiting == 2
+    second.connection_lost(None)
+    assert memory.waiting == 1
+    first.connection_lost(ConnectionResetError())
+    assert waiting_transport.reading
+    await settle()
+    assert [c for c, _ in responses(bytes(waiting_transport.written), 18, 3)] == [2]
+    assert memory.used == 0

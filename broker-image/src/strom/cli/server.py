@@ -15,6 +15,7 @@ from strom.config import broker as broker_config
 from strom.config import definitions as config_definitions
 from strom.config import loading as config_loading
 from strom.server import broker as broker_module
+from strom.storage import dir_lock
 
 log = logging.getLogger("strom.server")
 
@@ -71,10 +72,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"strom-server: configuration error: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     try:
+        # Before anything reads the directories: a second broker on a directory in use
+        # must not run recovery over the live broker's files.
+        locks = dir_lock.lock_log_dirs(config.log_dirs)
+    except dir_lock.LogDirError as error:
+        print(f"strom-server: failed to start: {error}", file=sys.stderr)
+        return EXIT_STARTUP_FAILED
+    try:
         asyncio.run(_serve(config))
     except (OSError, cluster_metadata.MetadataError) as error:
         print(f"strom-server: failed to start: {error}", file=sys.stderr)
         return EXIT_STARTUP_FAILED
+    finally:
+        locks.release()
     return 0
 
 

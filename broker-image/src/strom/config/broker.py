@@ -387,6 +387,11 @@ class BrokerConfig:
         return self.get_int("socket.request.max.bytes")
 
     @property
+    def queued_max_request_bytes(self) -> int:
+        """Bytes of requests held across connections before reading pauses; -1: no limit."""
+        return self.get_int("queued.max.request.bytes")
+
+    @property
     def queued_max_requests(self) -> int:
         return self.get_int("queued.max.requests")
 

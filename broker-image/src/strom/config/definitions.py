@@ -315,6 +315,12 @@ def _check_distinct_roles(value: ConfigValue) -> str | None:
     return None
 
 
+def _check_queued_request_bytes(value: ConfigValue) -> str | None:
+    if isinstance(value, int) and value != -1 and value < 1:
+        return f"must be -1 (no limit) or at least 1, got {value}"
+    return None
+
+
 def _all(*validators: Validator) -> Validator:
     def check(value: ConfigValue) -> str | None:
         for validator in validators:
@@ -434,6 +440,10 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("socket.listen.backlog.size", _I, "50", "Maximum pending connections on a listening socket.", AtLeast(1)),
     ConfigDef("connections.max.idle.ms", _L, "600000", "Idle connections are closed after this many milliseconds."),
     ConfigDef("fetch.max.bytes", _I, "57671680", "Maximum bytes returned for a fetch request.", AtLeast(1024)),
+    # Kafka's default is -1 (no limit): N clients each sending a request just under
+    # socket.request.max.bytes then cost N times that in memory (10 took Strom to 1.1 GiB).
+    # Strom bounds it by default; -1 restores Kafka's behaviour.
+    ConfigDef("queued.max.request.bytes", _L, "104857600", "Memory for requests being read or handled, across all connections; while it is used up, connections stop reading until requests finish (back-pressure). One request may go past it, so the peak is about this plus socket.request.max.bytes. -1 means no limit (Kafka's default); Strom's default is 100 MiB so that many large requests at once cannot exhaust memory.", Custom(_check_queued_request_bytes)),
     ConfigDef("queued.max.requests", _I, "500", "Requests queued before the network stops reading more (backpressure).", AtLeast(1)),
     ConfigDef("num.network.threads", _I, "3", "Kafka's network thread count; Strom's asyncio server has no such pool." + _IGNORED, AtLeast(1), dynamic=True, ignored=True),
     ConfigDef("num.io.threads", _I, "8", "Kafka's request handler thread count; Strom's asyncio server has no such pool." + _IGNORED, AtLeast(1), dynamic=True, ignored=True),

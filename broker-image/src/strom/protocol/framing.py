@@ -26,11 +26,9 @@ class FrameBuffer:
     def buffered_bytes(self) -> int:
         return len(self._buffer) - self._position
 
-    def next_frame(self) -> bytes | None:
-        """The next complete frame, or None until more bytes arrive."""
-        available = len(self._buffer) - self._position
-        if available < _SIZE.size:
-            self._compact()
+    def next_size(self) -> int | None:
+        """The size of the next frame once its prefix has arrived, else None."""
+        if len(self._buffer) - self._position < _SIZE.size:
             return None
         (size,) = _SIZE.unpack_from(self._buffer, self._position)
         if size < 0 or size > self._max_frame_bytes:
@@ -38,11 +36,17 @@ class FrameBuffer:
                 f"frame size {size} is outside 0..{self._max_frame_bytes} "
                 "(socket.request.max.bytes)"
             )
-        if available < _SIZE.size + size:
+        return int(size)
+
+    def next_frame(self) -> bytes | None:
+        """The next complete frame, or None until more bytes arrive."""
+        size = self.next_size()
+        if size is None or len(self._buffer) - self._position < _SIZE.size + size:
             self._compact()
             return None
         start = self._position + _SIZE.size
-        frame = bytes(self._buffer[start : start + size])
+        with memoryview(self._buffer) as view:  # one copy of the frame, not two
+            frame = bytes(view[start : start + size])
         self._position = start + size
         return frame
 

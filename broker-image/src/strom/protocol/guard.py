@@ -6,6 +6,10 @@ gigabytes and abort the process (an allocation failure is not an exception). Thi
 follows the same schema, reading only lengths and counts, and refuses any array whose
 count exceeds the bytes left in the frame (every element takes at least one byte).
 Strings and bytes are bounds-checked the same way while skipping them.
+
+The same walk refuses a null (length -1) array where the schema's array is not nullable:
+kio decodes it as None, which no handler expects (Kafka's generated parsers refuse it
+too). Which arrays are nullable comes from kio's type hints, once per entity type.
 """
 
 from __future__ import annotations
@@ -43,11 +47,17 @@ class LengthError(Exception):
     """A length or count field cannot be right for the bytes that follow it."""
 
 
+class NullArrayError(LengthError):
+    """A null array where the schema's array is not nullable."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Field:
+    name: str  # Entity.field, for error messages
     kafka_type: str | None  # primitive type, or None for a nested entity
     entity: type[Any] | None
     is_array: bool
+    nullable_array: bool
     nullable_struct: bool
     tag: int | None
     legacy: bool  # encoded in the legacy format even inside a flexible entity
@@ -74,6 +84,7 @@ def _plan(entity: type[Any]) -> _Plan:
         annotation = hints[field.name]
         is_array = False
         nullable = False
+        nullable_array = False
         inner = annotation
         while True:
             origin = typing.get_origin(inner)
@@ -82,14 +93,17 @@ def _plan(entity: type[Any]) -> _Plan:
                 inner = next(a for a in typing.get_args(inner) if a is not type(None))
             elif origin is tuple:
                 is_array = True
+                nullable_array = nullable  # `tuple[...] | None`, not a nullable element
                 inner = typing.get_args(inner)[0]
             else:
                 break
         nested = inner if dataclasses.is_dataclass(inner) else None
         spec = _Field(
+            name=f"{entity.__name__}.{field.name}",
             kafka_type=None if nested else field.metadata.get("kafka_type"),
             entity=nested if isinstance(nested, type) else None,
             is_array=is_array,
+            nullable_array=nullable_array,
             nullable_struct=nullable and nested is not None and not is_array,
             tag=field.metadata.get("tag"),
             # Kafka keeps RequestHeader.client_id a legacy string in every version.
@@ -159,6 +173,8 @@ def _skip_field(data: memoryview, position: int, end: int, spec: _Field, flexibl
             position += 4
             if count < -1:
                 raise LengthError(f"array length {count}")
+        if count == -1 and not spec.nullable_array:
+            raise NullArrayError(f"{spec.name} was null, but the field is not nullable")
         if count > end - position:
             raise LengthError(f"array of {count} elements in {end - position} bytes")
         for _ in range(max(count, 0)):

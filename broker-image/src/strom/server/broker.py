@@ -24,7 +24,7 @@ from strom.coordinator import offsets_records
 from strom.records import batches
 from strom.replication import partition as replicated_partition
 from strom.server import connection as connections
-from strom.server import dispatch, http
+from strom.server import dispatch, flow_control, http
 from strom.server import metrics as broker_metrics
 from strom.storage import cleaner, log_config, log_manager, partition_log
 
@@ -65,6 +65,7 @@ class Broker:
         self.advertised: list[Endpoint] = []
         self._servers: list[asyncio.Server] = []
         self._connections: set[connections.KafkaConnection] = set()
+        self._request_memory = flow_control.RequestMemory(config.queued_max_request_bytes)
         self._http: http.HttpServer | None = None
         self._maintenance: asyncio.Task[None] | None = None
         self._dispatcher = dispatch.Dispatcher(self)
@@ -305,13 +306,16 @@ class Broker:
         loop = asyncio.get_running_loop()
         advertised_by_name = {a.name: a for a in self.config.advertised_listeners}
         for listener in self.config.client_listeners:
-            server = await loop.create_server(
-                lambda name=listener.name: self._new_connection(name),
-                host=listener.bind_host,
-                port=listener.port,
-                reuse_address=True,
-                backlog=1024,
-            )
+            try:
+                server = await loop.create_server(
+                    lambda name=listener.name: self._new_connection(name),
+                    host=listener.bind_host,
+                    port=listener.port,
+                    reuse_address=True,
+                    backlog=1024,
+                )
+            except OSError as error:
+                raise OSError(f"listeners: cannot listen on {listener}: {error}") from error
             self._servers.append(server)
             bound_port = server.sockets[0].getsockname()[1]
             advertised = advertised_by_name.get(listener.name)
@@ -345,6 +349,7 @@ class Broker:
             max_request_bytes=self.config.socket_request_max_bytes,
             metrics=self.metrics,
             on_close=self._connections.discard,
+            request_memory=self._request_memory,
         )
         self._connections.add(connection)
         return connection

@@ -2,14 +2,18 @@
 
 Kafka processes a connection's requests one at a time and answers in order (clients
 match responses by correlation id but expect ordering), so a connection has one worker
-task draining a queue of frames. Flow control is explicit: reading pauses while too many
-frames wait, and writing waits while the transport's buffer is above its high-water mark.
+task draining a queue of frames. Flow control is its own object (server/flow_control.py):
+reading pauses while too many frames wait or while the broker-wide request memory
+(queued.max.request.bytes) is used up, and writing waits while the transport's buffer is
+above its high-water mark. A request's whole size is reserved from that memory when its
+size prefix arrives and given back once it has been answered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 import os
 import time
@@ -17,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from strom.protocol import apis, framing
+from strom.server import flow_control
 from strom.server import metrics as broker_metrics
 from strom.storage import partition_log
 
@@ -51,26 +56,35 @@ class ShortRead(Exception):
     """A file range shrank under us (truncation): the frame can't be completed."""
 
 
+class PeerGone(Exception):
+    """The client closed or reset the connection while we were sending to it."""
+
+
 class KafkaConnection(asyncio.Protocol):
+    _flow: flow_control.FlowControl  # from connection_made on
+
     def __init__(
         self,
         dispatch: Callable[[apis.Request, str], Awaitable[Any | None]],
         max_request_bytes: int,
         metrics: broker_metrics.BrokerMetrics,
         on_close: Callable[[KafkaConnection], None],
+        request_memory: flow_control.RequestMemory | None = None,
     ) -> None:
         self._dispatch = dispatch
         self._frames = framing.FrameBuffer(max_request_bytes)
         self._metrics = metrics
         self._on_close = on_close
+        self._memory = request_memory or flow_control.RequestMemory(-1)
         self._queue: collections.deque[bytes] = collections.deque()
         self._queue_changed = asyncio.Event()
-        self._can_write = asyncio.Event()
-        self._can_write.set()
         self._transport: asyncio.Transport | None = None
         self._worker: asyncio.Task[None] | None = None
-        self._reading_paused = False
         self._closing = False
+        # Request memory: reserved for the frame being read (None: not yet reserved), and
+        # held in all (that frame, queued frames, the frame being handled).
+        self._reserved: int | None = None
+        self._held = 0
         self.peer = "?"
         self.peer_host = ""
 
@@ -79,6 +93,7 @@ class KafkaConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        self._flow = flow_control.FlowControl(transport)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.peer_host = f"/{peer[0]}" if peer else ""  # Kafka shows client hosts as /ip
@@ -89,18 +104,50 @@ class KafkaConnection(asyncio.Protocol):
         if self._closing:
             return
         self._frames.feed(data)
+        self._read_frames()
+
+    def _read_frames(self) -> None:
         try:
-            while (frame := self._frames.next_frame()) is not None:
+            while True:
+                if self._reserved is None:
+                    size = self._frames.next_size()
+                    if size is None:
+                        break
+                    if not self._memory.try_reserve(size):
+                        self._flow.pause_reading(flow_control.NO_MEMORY)
+                        self._memory.wait(
+                            self, size, functools.partial(self._memory_reserved, size)
+                        )
+                        break
+                    self._reserved = size
+                    self._held += size
+                frame = self._frames.next_frame()
+                if frame is None:
+                    break
                 self._queue.append(frame)
+                self._reserved = None
         except framing.FrameSizeError as error:
             self._fail("frame_size", str(error))
             return
         if self._queue:
             self._queue_changed.set()
-        if len(self._queue) >= MAX_QUEUED_FRAMES and not self._reading_paused:
-            self._reading_paused = True
-            assert self._transport is not None
-            self._transport.pause_reading()
+        if len(self._queue) >= MAX_QUEUED_FRAMES:
+            self._flow.pause_reading(flow_control.TOO_MANY_QUEUED)
+
+    def _memory_reserved(self, size: int) -> None:
+        # Called by another connection giving memory back: our next request fits now.
+        self._reserved = size
+        self._held += size
+        if self._closing:
+            return
+        self._flow.resume_reading(flow_control.NO_MEMORY)
+        self._read_frames()  # it may have arrived whole already
+
+    def _release(self, size: int) -> None:
+        size = min(size, self._held)
+        if size:
+            self._held -= size
+            self._memory.release(size)
 
     def eof_received(self) -> bool | None:
         # A client that closes its side is gone (Kafka clients never half-close). Requests
@@ -115,18 +162,20 @@ class KafkaConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
         self._transport = None
-        self._can_write.set()
+        self._flow.resume_writing()
         self._queue_changed.set()
         if self._worker is not None and not self._worker.done():
             self._worker.cancel()
+        self._memory.cancel(self)
+        self._release(self._held)
         self._metrics.connections.dec()
         self._on_close(self)
 
     def pause_writing(self) -> None:
-        self._can_write.clear()
+        self._flow.pause_writing()
 
     def resume_writing(self) -> None:
-        self._can_write.set()
+        self._flow.resume_writing()
 
     # Worker --------------------------------------------------------------------------
 
@@ -140,12 +189,13 @@ class KafkaConnection(asyncio.Protocol):
                     self._queue_changed.clear()
                     await self._queue_changed.wait()
                 frame = self._queue.popleft()
-                if self._reading_paused and len(self._queue) < MAX_QUEUED_FRAMES // 2:
-                    self._reading_paused = False
-                    if self._transport is not None:
-                        self._transport.resume_reading()
-                if not await self._handle_frame(frame):
-                    return
+                if len(self._queue) < MAX_QUEUED_FRAMES // 2:
+                    self._flow.resume_reading(flow_control.TOO_MANY_QUEUED)
+                try:
+                    if not await self._handle_frame(frame):
+                        return
+                finally:
+                    self._release(len(frame))
         except asyncio.CancelledError:
             pass
         except Exception:  # a bug must cost one connection, never the broker
@@ -181,6 +231,13 @@ class KafkaConnection(asyncio.Protocol):
             except ShortRead as error:
                 self._fail("short_read", str(error))
                 return False
+            except PeerGone as error:
+                # A client may close whenever it likes (a consumer shutting down mid-fetch).
+                log.debug("connection from %s closed while sending: %s", self.peer, error)
+                self._closing = True
+                self._queue.clear()
+                self._close_transport()
+                return False
         self._metrics.request_latency.labels(api_name).observe(time.perf_counter() - started)
         return True
 
@@ -188,7 +245,7 @@ class KafkaConnection(asyncio.Protocol):
         transport = self._transport
         if transport is None:
             return
-        await self._can_write.wait()
+        await self._flow.can_write.wait()
         loop = asyncio.get_running_loop()
         pending = bytearray()
         for part in parts:
@@ -210,9 +267,15 @@ class KafkaConnection(asyncio.Protocol):
                 if pending:
                     transport.write(pending)
                     pending = bytearray()
-                sent = await loop.sendfile(
-                    transport, file_range.file, file_range.position, file_range.length
-                )
+                try:
+                    sent = await loop.sendfile(
+                        transport, file_range.file, file_range.position, file_range.length
+                    )
+                except (ConnectionError, RuntimeError) as error:
+                    # RuntimeError("Transport is closing") when the peer went first.
+                    if isinstance(error, RuntimeError) and not transport.is_closing():
+                        raise
+                    raise PeerGone(str(error) or type(error).__name__) from error
                 if sent != file_range.length:
                     raise ShortRead(f"{sent} of {file_range.length} bytes sent")
                 self._metrics.fetch_bytes_sent.labels("sendfile").inc(sent)
@@ -238,7 +301,7 @@ class KafkaConnection(asyncio.Protocol):
         """Graceful shutdown: answer the requests already read, then close."""
         self._closing = True
         if self._transport is not None:
-            self._transport.pause_reading()
+            self._flow.pause_reading("closing")
         self._queue_changed.set()
         if self._worker is not None:
             await asyncio.wait([self._worker], timeout=5)

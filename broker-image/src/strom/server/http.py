@@ -28,7 +28,13 @@ class HttpServer:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host or None, self._port, reuse_address=True)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as error:
+            raise OSError(
+                f"metrics.listener: cannot listen on http://{self._host}:{self._port}: "
+                f"{error.strerror or error}"
+            ) from error
         server = site._server  # aiohttp keeps the asyncio server private
         sockets = getattr(server, "sockets", None)
         if sockets:
