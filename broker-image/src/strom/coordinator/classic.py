@@ -145,7 +145,7 @@ class ClassicProtocol:
                     old.session_timeout_ms, old.protocols, group.leader_id = before
                     group.members[old_id] = old
                     group.static_members[instance_id] = old_id
-                return JoinResult(ErrorCode.not_coordinator, member_id=new_member_id)
+                return JoinResult(ErrorCode.not_coordinator)  # the new id is void
             return JoinResult(
                 ErrorCode.none,
                 generation_id=group.generation_id,
