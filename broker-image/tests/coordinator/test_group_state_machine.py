@@ -3,17 +3,19 @@
 JoinGroup and SyncGroup park until the rebalance completes, so each call runs as an
 asyncio task; `settle()` lets parked tasks reach their await. Time moves only through
 the `now_ms` arguments and `tick`, as the broker's timer task would move it.
+`__consumer_offsets` is an in-memory OffsetsLog.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
-from strom.coordinator import groups, offsets_records
+from strom.coordinator import group as group_model
+from strom.coordinator import groups, offsets_log, offsets_records, states
 
 SESSION_MS = 10_000
 REBALANCE_MS = 30_000
@@ -22,18 +24,48 @@ T0 = 1_000_000
 
 
 class Stored:
-    """The store callback: keeps what would have gone to __consumer_offsets, in order."""
+    """An in-memory __consumer_offsets: keeps what was appended, in order. `failing`
+    makes appends fail as a full disk does."""
 
-    def __init__(self) -> None:
+    PARTITIONS = 3
+
+    def __init__(self, *, failing: bool = False) -> None:
+        self.partitions: list[list[tuple[bytes, bytes | None]]] | None = None
         self.entries: list[tuple[bytes, bytes | None]] = []
+        self.failing = failing
 
-    def __call__(self, group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
+    def partition_count(self) -> int | None:
+        return None if self.partitions is None else len(self.partitions)
+
+    async def ensure_created(self) -> int:
+        if self.partitions is None:
+            self.partitions = [[] for _ in range(self.PARTITIONS)]
+        return len(self.partitions)
+
+    async def append(
+        self, partition: int, entries: Sequence[tuple[bytes, bytes | None]], now_ms: int
+    ) -> None:
+        if self.failing:
+            raise offsets_log.StoreFailed("No space left on device")
+        assert self.partitions is not None
+        self.partitions[partition].extend(entries)
         self.entries.extend(entries)
+
+    def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
+        assert self.partitions is not None
+        return iter(list(self.partitions[partition]))
 
 
 def coordinator(store: Stored | None = None, **config: Any) -> groups.GroupCoordinator:
     settings = {"initial_rebalance_delay_ms": DELAY_MS, **config}
-    return groups.GroupCoordinator(groups.CoordinatorConfig(**settings), store or Stored())
+    return groups.GroupCoordinator(group_model.CoordinatorConfig(**settings), store or Stored())
+
+
+def restarted(store: Stored, now_ms: int) -> groups.GroupCoordinator:
+    """A new coordinator that loads what `store` holds, as a broker restart does."""
+    again = coordinator(store)
+    again.load(now_ms)
+    return again
 
 
 async def settle() -> None:
@@ -63,7 +95,7 @@ def join(
     version: int = 9,
     protocols: list[tuple[str, bytes]] | None = None,
     session_ms: int = SESSION_MS,
-) -> asyncio.Task[groups.JoinResult]:
+) -> asyncio.Task[group_model.JoinResult]:
     return spawn(
         c.join(
             group_id=group_id,
@@ -89,7 +121,7 @@ def sync(
     assignments: list[tuple[str, bytes]] | None = None,
     *,
     instance_id: str | None = None,
-) -> asyncio.Task[groups.SyncResult]:
+) -> asyncio.Task[group_model.SyncResult]:
     return spawn(
         c.sync(
             group_id="g",
@@ -156,7 +188,7 @@ async def stable_group(
         result = await task
         assert result.error == ErrorCode.none
         assert result.assignment == member_id.encode()
-    assert c.groups["g"].state == groups.GroupState.STABLE
+    assert c.groups["g"].state == states.GroupState.STABLE
     return ordered, generation
 
 
@@ -187,7 +219,7 @@ async def test_initial_delay_gathers_members_then_one_generation_with_a_leader()
     c.tick(T0 + DELAY_MS // 2)
     await settle()
     assert not join_a.done(), "the first rebalance waits group.initial.rebalance.delay.ms"
-    assert c.groups["g"].state == groups.GroupState.PREPARING_REBALANCE
+    assert c.groups["g"].state == states.GroupState.PREPARING_REBALANCE
     join_b = join(c, T0 + DELAY_MS // 2, b)
     await settle()
     c.tick(T0 + DELAY_MS)
@@ -198,7 +230,7 @@ async def test_initial_delay_gathers_members_then_one_generation_with_a_leader()
     assert {m[0] for m in leader.members} == {a, b}, "the leader gets every subscription"
     assert follower.members == []
     assert result_a.protocol_name == "range"
-    assert c.groups["g"].state == groups.GroupState.COMPLETING_REBALANCE
+    assert c.groups["g"].state == states.GroupState.COMPLETING_REBALANCE
 
 
 async def test_followers_sync_waits_for_the_leaders_assignment() -> None:
@@ -216,7 +248,7 @@ async def test_followers_sync_waits_for_the_leaders_assignment() -> None:
     leader_sync = sync(c, T0 + DELAY_MS, leader, 1, [(leader, b"L"), (follower, b"F")])
     assert (await leader_sync).assignment == b"L"
     assert (await follower_sync).assignment == b"F"
-    assert c.groups["g"].state == groups.GroupState.STABLE
+    assert c.groups["g"].state == states.GroupState.STABLE
 
 
 async def test_heartbeat_errors_fence_stale_members() -> None:
@@ -230,7 +262,7 @@ async def test_heartbeat_errors_fence_stale_members() -> None:
     newcomer = await member_id_for(c, now)
     pending_join = join(c, now, newcomer)
     await settle()
-    assert c.groups["g"].state == groups.GroupState.PREPARING_REBALANCE
+    assert c.groups["g"].state == states.GroupState.PREPARING_REBALANCE
     assert heartbeat(c, now, a, generation) == ErrorCode.rebalance_in_progress
     assert not pending_join.done()
 
@@ -243,13 +275,13 @@ async def test_member_without_heartbeats_expires_after_its_session_timeout() -> 
     for step in range(1, 10):
         assert heartbeat(c, start + step * 1000, a, generation) == ErrorCode.none
         c.tick(start + step * 1000)
-    assert c.groups["g"].state == groups.GroupState.STABLE
+    assert c.groups["g"].state == states.GroupState.STABLE
     c.tick(start + SESSION_MS - 1)
     assert b in c.groups["g"].members
     c.tick(start + SESSION_MS)
     group = c.groups["g"]
     assert b not in group.members
-    assert group.state == groups.GroupState.PREPARING_REBALANCE
+    assert group.state == states.GroupState.PREPARING_REBALANCE
     # a finds out, rejoins, and is alone in the next generation.
     now = start + SESSION_MS
     assert heartbeat(c, now, a, generation) == ErrorCode.rebalance_in_progress
@@ -274,7 +306,7 @@ async def test_member_that_does_not_rejoin_is_dropped_at_the_rebalance_timeout()
     c.tick(now + REBALANCE_MS)
     group = c.groups["g"]
     assert group.members == {}
-    assert group.state == groups.GroupState.EMPTY
+    assert group.state == states.GroupState.EMPTY
     assert group.generation_id == generation + 1
 
 
@@ -283,7 +315,7 @@ async def test_last_member_leaving_empties_the_group_and_keeps_its_offsets() -> 
     c = coordinator(store)
     (a,), generation = await stable_group(c, 1)
     now = T0 + DELAY_MS
-    outcome = c.commit_offsets(
+    outcome = await c.commit_offsets(
         group_id="g",
         generation_id=generation,
         member_id=a,
@@ -295,7 +327,7 @@ async def test_last_member_leaving_empties_the_group_and_keeps_its_offsets() -> 
     error, results = c.leave("g", [(a, None)], now)
     assert error == ErrorCode.none and results == [(a, None, ErrorCode.none)]
     group = c.groups["g"]
-    assert group.state == groups.GroupState.EMPTY
+    assert group.state == states.GroupState.EMPTY
     fetched = c.fetch_offsets("g", [("t", 0), ("t", 1)])
     assert fetched[("t", 1)] is None
     committed = fetched[("t", 0)]
@@ -308,8 +340,8 @@ async def test_commits_are_fenced_by_generation_and_rebalance() -> None:
     (a, b), generation = await stable_group(c, 2)
     now = T0 + DELAY_MS
 
-    def commit(member_id: str, gen: int) -> Any:
-        return c.commit_offsets(
+    async def commit(member_id: str, gen: int) -> Any:
+        return await c.commit_offsets(
             group_id="g",
             generation_id=gen,
             member_id=member_id,
@@ -318,25 +350,25 @@ async def test_commits_are_fenced_by_generation_and_rebalance() -> None:
             now_ms=now,
         )
 
-    assert commit(a, generation) == {("t", 0): ErrorCode.none}
-    assert commit(a, generation - 1) == ErrorCode.illegal_generation
-    assert commit("stranger", generation) == ErrorCode.unknown_member_id
+    assert await commit(a, generation) == {("t", 0): ErrorCode.none}
+    assert await commit(a, generation - 1) == ErrorCode.illegal_generation
+    assert await commit("stranger", generation) == ErrorCode.unknown_member_id
     # An admin-style commit (generation -1) is refused while the group has members.
-    assert commit("", -1) == ErrorCode.unknown_member_id
+    assert await commit("", -1) == ErrorCode.unknown_member_id
     newcomer = await member_id_for(c, now)
     join(c, now, newcomer)
     await settle()
     # PreparingRebalance: the current generation may still commit what it consumed.
-    assert commit(a, generation) == {("t", 0): ErrorCode.none}
+    assert await commit(a, generation) == {("t", 0): ErrorCode.none}
     joins = [join(c, now, a), join(c, now, b)]
     results = [await t for t in joins]
-    assert c.groups["g"].state == groups.GroupState.COMPLETING_REBALANCE
-    assert commit(a, results[0].generation_id) == ErrorCode.rebalance_in_progress
+    assert c.groups["g"].state == states.GroupState.COMPLETING_REBALANCE
+    assert await commit(a, results[0].generation_id) == ErrorCode.rebalance_in_progress
 
 
 async def test_admin_commit_to_an_empty_group_and_oversized_metadata() -> None:
     c = coordinator(offset_metadata_max_bytes=8)
-    outcome = c.commit_offsets(
+    outcome = await c.commit_offsets(
         group_id="tools",
         generation_id=-1,
         member_id="",
@@ -350,7 +382,7 @@ async def test_admin_commit_to_an_empty_group_and_oversized_metadata() -> None:
     }
     fetched = c.fetch_offsets("tools", None)
     assert set(fetched) == {("t", 0)}
-    assert c.groups["tools"].state == groups.GroupState.EMPTY
+    assert c.groups["tools"].state == states.GroupState.EMPTY
 
 
 async def test_static_member_restart_keeps_its_assignment_without_a_rebalance() -> None:
@@ -369,7 +401,7 @@ async def test_static_member_restart_keeps_its_assignment_without_a_rebalance() 
     assert again.error == ErrorCode.none
     assert again.member_id != old_id
     assert again.generation_id == 1, "same generation: no rebalance"
-    assert c.groups["g"].state == groups.GroupState.STABLE
+    assert c.groups["g"].state == states.GroupState.STABLE
     resync = await sync(c, T0 + 5000, again.member_id, 1, instance_id="pod-0")
     assert resync.assignment == b"A"
     # The old incarnation is fenced.
@@ -400,7 +432,7 @@ async def test_delete_groups_only_when_empty_and_tombstones_are_stored() -> None
     c = coordinator(store)
     (a,), generation = await stable_group(c, 1)
     now = T0 + DELAY_MS
-    c.commit_offsets(
+    await c.commit_offsets(
         group_id="g",
         generation_id=generation,
         member_id=a,
@@ -408,20 +440,18 @@ async def test_delete_groups_only_when_empty_and_tombstones_are_stored() -> None
         offsets=[("t", 0, 7, -1, "")],
         now_ms=now,
     )
-    assert c.delete_groups(["g", "missing"]) == {
+    assert await c.delete_groups(["g", "missing"], now) == {
         "g": ErrorCode.non_empty_group,
         "missing": ErrorCode.group_id_not_found,
     }
     c.leave("g", [(a, None)], now)
-    assert c.delete_groups(["g"]) == {"g": ErrorCode.none}
+    assert await c.delete_groups(["g"], now) == {"g": ErrorCode.none}
     assert "g" not in c.groups
     tombstones = [offsets_records.parse_key(k) for k, v in store.entries if v is None]
     assert offsets_records.OffsetKey("g", "t", 0) in tombstones
     assert offsets_records.GroupKey("g") in tombstones
     # Replaying the stored records leaves nothing behind.
-    replayed = coordinator()
-    replayed.load(store.entries, now)
-    assert replayed.groups == {}
+    assert restarted(store, now).groups == {}
 
 
 async def test_replaying_the_stored_records_restores_groups_and_offsets() -> None:
@@ -430,7 +460,7 @@ async def test_replaying_the_stored_records_restores_groups_and_offsets() -> Non
     ids, generation = await stable_group(c, 2)
     now = T0 + DELAY_MS
     for partition, member_id in enumerate(ids):
-        c.commit_offsets(
+        await c.commit_offsets(
             group_id="g",
             generation_id=generation,
             member_id=member_id,
@@ -438,21 +468,20 @@ async def test_replaying_the_stored_records_restores_groups_and_offsets() -> Non
             offsets=[("t", partition, 100 + partition, 2, f"m{partition}")],
             now_ms=now,
         )
-    restarted = coordinator()
-    restarted.load(store.entries, now + 1000)
-    group = restarted.groups["g"]
-    assert group.state == groups.GroupState.STABLE
+    again = restarted(store, now + 1000)
+    group = again.groups["g"]
+    assert group.state == states.GroupState.STABLE
     assert group.generation_id == generation
     assert set(group.members) == set(ids)
     assert {m.assignment for m in group.members.values()} == {i.encode() for i in ids}
-    offsets = restarted.fetch_offsets("g", None)
+    offsets = again.fetch_offsets("g", None)
     assert {k: (v.offset, v.metadata) for k, v in offsets.items() if v} == {
         ("t", 0): (100, "m0"),
         ("t", 1): (101, "m1"),
     }
     # The restored members keep their generation: a heartbeat is accepted.
     assert (
-        restarted.heartbeat(
+        again.heartbeat(
             group_id="g",
             generation_id=generation,
             member_id=ids[0],
@@ -469,7 +498,7 @@ async def test_offsets_of_an_empty_group_expire_after_retention() -> None:
     c = coordinator(store, offsets_retention_ms=retention)
     (a,), generation = await stable_group(c, 1)
     now = T0 + DELAY_MS
-    c.commit_offsets(
+    await c.commit_offsets(
         group_id="g",
         generation_id=generation,
         member_id=a,
@@ -478,17 +507,17 @@ async def test_offsets_of_an_empty_group_expire_after_retention() -> None:
         now_ms=now,
     )
     # While the group has members, its offsets never expire.
-    assert c.expire_offsets(now + 10 * retention) == 0
+    assert await c.expire_offsets(now + 10 * retention) == 0
     emptied_at = now + 1000
     c.leave("g", [(a, None)], emptied_at)
-    assert c.expire_offsets(emptied_at + retention - 1) == 0
-    assert c.expire_offsets(emptied_at + retention) == 1
+    assert await c.expire_offsets(emptied_at + retention - 1) == 0
+    assert await c.expire_offsets(emptied_at + retention) == 1
     assert "g" not in c.groups
 
 
 async def test_deleting_a_topic_forgets_its_offsets() -> None:
     c = coordinator()
-    c.commit_offsets(
+    await c.commit_offsets(
         group_id="tools",
         generation_id=-1,
         member_id="",
@@ -496,7 +525,8 @@ async def test_deleting_a_topic_forgets_its_offsets() -> None:
         offsets=[("gone", 0, 5, -1, ""), ("kept", 0, 6, -1, "")],
         now_ms=T0,
     )
-    assert c.forget_topic("gone") == 1
+    assert c.forget_topic("gone", T0) == 1
+    await c.drain()
     assert set(c.fetch_offsets("tools", None)) == {("kept", 0)}
 
 
@@ -504,7 +534,7 @@ async def test_offset_delete_refuses_subscribed_topics() -> None:
     c = coordinator()
     (a,), generation = await stable_group(c, 1)
     now = T0 + DELAY_MS
-    c.commit_offsets(
+    await c.commit_offsets(
         group_id="g",
         generation_id=generation,
         member_id=a,
@@ -512,12 +542,12 @@ async def test_offset_delete_refuses_subscribed_topics() -> None:
         offsets=[("t", 0, 1, -1, ""), ("other", 0, 2, -1, "")],
         now_ms=now,
     )
-    assert c.delete_offsets("g", [("t", 0), ("other", 0)]) == {
+    assert await c.delete_offsets("g", [("t", 0), ("other", 0)], now) == {
         ("t", 0): ErrorCode.group_subscribed_to_topic,
         ("other", 0): ErrorCode.none,
     }
     assert set(c.fetch_offsets("g", None)) == {("t", 0)}
-    assert c.delete_offsets("nope", [("t", 0)]) == ErrorCode.group_id_not_found
+    assert await c.delete_offsets("nope", [("t", 0)], now) == ErrorCode.group_id_not_found
 
 
 @pytest.mark.parametrize(
@@ -537,7 +567,7 @@ def test_group_partition_matches_kafka() -> None:
 def test_record_formats_round_trip() -> None:
     key = offsets_records.OffsetKey("g", "topic", 3)
     assert offsets_records.parse_key(offsets_records.offset_key(key)) == key
-    value = offsets_records.CommittedOffset(10, 4, "meta", T0)
+    value = group_model.CommittedOffset(10, 4, "meta", T0)
     assert offsets_records.parse_offset_value(offsets_records.offset_value(value)) == value
     member = offsets_records.MemberRecord("m", "i", "c", "/h", 300, 10, b"sub", b"asg")
     group = offsets_records.GroupRecord("consumer", 5, "range", "m", T0, (member,))
@@ -549,11 +579,8 @@ def test_record_formats_round_trip() -> None:
 
 
 async def test_a_commit_the_store_cannot_write_is_refused_and_not_remembered() -> None:
-    def full_disk(group_id: str, entries: list[tuple[bytes, bytes | None]]) -> None:
-        raise groups.StoreFailed("No space left on device")
-
-    c = groups.GroupCoordinator(groups.CoordinatorConfig(), full_disk)
-    outcome = c.commit_offsets(
+    c = coordinator(Stored(failing=True))
+    outcome = await c.commit_offsets(
         group_id="tools",
         generation_id=-1,
         member_id="",
@@ -563,3 +590,60 @@ async def test_a_commit_the_store_cannot_write_is_refused_and_not_remembered() -
     )
     assert outcome == ErrorCode.not_coordinator
     assert c.fetch_offsets("tools", [("t", 0)]) == {("t", 0): None}
+
+
+async def test_an_assignment_the_store_cannot_write_is_not_handed_out() -> None:
+    store = Stored()
+    c = coordinator(store)
+    ids = [await member_id_for(c, T0) for _ in range(2)]
+    joins = [join(c, T0, m) for m in ids]
+    await settle()
+    c.tick(T0 + DELAY_MS)
+    leader = (await joins[0]).leader_id
+    await joins[1]
+    follower = next(m for m in ids if m != leader)
+    follower_sync = sync(c, T0 + DELAY_MS, follower, 1)
+    await settle()
+    store.failing = True
+    leader_sync = await sync(c, T0 + DELAY_MS, leader, 1, [(leader, b"L"), (follower, b"F")])
+    # Kafka answers a storage error with NOT_COORDINATOR and rebalances.
+    assert leader_sync.error == ErrorCode.not_coordinator
+    assert (await follower_sync).error == ErrorCode.not_coordinator
+    group = c.groups["g"]
+    assert group.state == states.GroupState.PREPARING_REBALANCE
+    assert {m.assignment for m in group.members.values()} == {b""}
+
+
+async def test_a_static_rejoin_the_store_cannot_write_keeps_the_old_member() -> None:
+    store = Stored()
+    c = coordinator(store)
+    first = join(c, T0, instance_id="pod-0")
+    await settle()
+    c.tick(T0 + DELAY_MS)
+    old_id = (await first).member_id
+    await sync(c, T0 + DELAY_MS, old_id, 1, [(old_id, b"A")], instance_id="pod-0")
+    store.failing = True
+    again = await join(c, T0 + 5000, instance_id="pod-0")
+    assert again.error == ErrorCode.not_coordinator
+    assert set(c.groups["g"].members) == {old_id}
+    assert heartbeat(c, T0 + 5000, old_id, 1, "pod-0") == ErrorCode.none
+
+
+async def test_a_group_deletion_the_store_cannot_write_keeps_the_group() -> None:
+    store = Stored()
+    c = coordinator(store)
+    await c.commit_offsets(
+        group_id="tools",
+        generation_id=-1,
+        member_id="",
+        group_instance_id=None,
+        offsets=[("t", 0, 5, -1, "")],
+        now_ms=T0,
+    )
+    store.failing = True
+    assert await c.delete_groups(["tools"], T0) == {"tools": ErrorCode.not_coordinator}
+    assert await c.delete_offsets("tools", [("t", 0)], T0) == ErrorCode.not_coordinator
+    assert c.groups["tools"].state == states.GroupState.EMPTY
+    assert set(c.fetch_offsets("tools", None)) == {("t", 0)}
+    assert await c.expire_offsets(T0 + 10**12) == 0
+    assert set(c.fetch_offsets("tools", None)) == {("t", 0)}

@@ -7,6 +7,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from strom.coordinator import group as group_model
+
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
@@ -22,14 +24,6 @@ class OffsetKey:
     group_id: str
     topic: str
     partition: int
-
-
-@dataclass(frozen=True, slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +118,7 @@ def offset_key(key: OffsetKey) -> bytes:
     return bytes(writer.string(key.topic).int32(key.partition).buffer)
 
 
-def offset_value(value: CommittedOffset) -> bytes:
+def offset_value(value: group_model.CommittedOffset) -> bytes:
     writer = _Writer().int16(OFFSET_VALUE_VERSION).int64(value.offset)
     writer.int32(value.leader_epoch).string(value.metadata).int64(value.commit_timestamp_ms)
     return bytes(writer.buffer)
@@ -162,7 +156,7 @@ def parse_key(data: bytes) -> OffsetKey | GroupKey:
     raise RecordFormatError(f"unknown key version {version}")
 
 
-def parse_offset_value(data: bytes) -> CommittedOffset:
+def parse_offset_value(data: bytes) -> group_model.CommittedOffset:
     reader = _Reader(data)
     version = reader.int16()
     if version not in (1, 3):
@@ -173,7 +167,7 @@ def parse_offset_value(data: bytes) -> CommittedOffset:
     commit_timestamp = reader.int64()
     if version == 1:
         reader.int64()  # v1 carried an expire timestamp
-    return CommittedOffset(offset, leader_epoch, metadata, commit_timestamp)
+    return group_model.CommittedOffset(offset, leader_epoch, metadata, commit_timestamp)
 
 
 def parse_group_value(data: bytes) -> GroupRecord:

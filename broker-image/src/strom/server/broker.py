@@ -19,8 +19,9 @@ from strom.cluster import metadata as cluster_metadata
 from strom.config import altering as config_altering
 from strom.config import broker as broker_config
 from strom.config import topics as topic_config
+from strom.coordinator import group as group_model
 from strom.coordinator import groups as group_protocol
-from strom.coordinator import offsets_records
+from strom.coordinator import offsets_log
 from strom.records import batches
 from strom.replication import partition as replicated_partition
 from strom.server import connection as connections
@@ -70,7 +71,7 @@ class Broker:
         self._maintenance: asyncio.Task[None] | None = None
         self._dispatcher = dispatch.Dispatcher(self)
         self.groups = group_protocol.GroupCoordinator(
-            group_protocol.CoordinatorConfig(
+            group_model.CoordinatorConfig(
                 initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
                 min_session_timeout_ms=config.group_min_session_timeout_ms,
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
@@ -78,7 +79,12 @@ class Broker:
                 offsets_retention_ms=config.offsets_retention_ms,
                 offset_metadata_max_bytes=config.offset_metadata_max_bytes,
             ),
-            store=self._store_group_records,
+            store=offsets_log.PartitionsOffsetsLog(
+                partition_count=self._offsets_partition_count,
+                create=lambda: self.ensure_offsets_topic().partitions,
+                append_batch=self._append_offsets_batch,
+                read_chunks=self._offsets_chunks,
+            ),
         )
         self._group_timers: asyncio.Task[None] | None = None
         self._cleaner: asyncio.Task[None] | None = None
@@ -160,7 +166,7 @@ class Broker:
         for index in range(topic.partitions):
             self.partitions.pop((name, index), None)
             self.logs.delete_partition(name, index)
-        dropped = self.groups.forget_topic(name)
+        dropped = self.groups.forget_topic(name, self.clock())
         log.info("deleted topic %s (and %d committed offset(s) of it)", name, dropped)
 
     def add_partitions(self, name: str, total: int, validate_only: bool) -> None:
@@ -232,28 +238,26 @@ class Broker:
         log.info("created %s with %d partitions", OFFSETS_TOPIC, topic.partitions)
         return topic
 
-    def _store_group_records(
-        self, group_id: str, entries: list[tuple[bytes, bytes | None]]
+    def _offsets_partition_count(self) -> int | None:
+        topic = self.metadata.image.topics.get(OFFSETS_TOPIC)
+        return None if topic is None else topic.partitions
+
+    def _append_offsets_batch(
+        self, index: int, data: bytearray, headers: list[batches.BatchHeader], now: int
     ) -> None:
-        topic = self.ensure_offsets_topic()
-        index = offsets_records.partition_for(group_id, topic.partitions)
-        partition = self.partitions[(OFFSETS_TOPIC, index)]
-        now = self.clock()
-        data = bytearray(batches.build_batch([(key, value, [], now) for key, value in entries]))
-        headers = batches.validate_produce_batches(memoryview(data), len(data))
         try:
-            partition.append(data, headers, now_ms=now)
+            self.partitions[(OFFSETS_TOPIC, index)].append(data, headers, now_ms=now)
         except OSError as error:
             self.metrics.storage_errors.labels(error.strerror or type(error).__name__).inc()
-            raise group_protocol.StoreFailed(f"{OFFSETS_TOPIC}-{index}: {error}") from error
+            raise
+
+    def _offsets_chunks(self, index: int) -> Iterator[bytes]:
+        return _log_chunks(self.partitions[(OFFSETS_TOPIC, index)])
 
     def _load_groups(self) -> None:
-        topic = self.metadata.image.topics.get(OFFSETS_TOPIC)
-        if topic is None:
+        if self._offsets_partition_count() is None:
             return
-        for index in range(topic.partitions):
-            partition = self.partitions[(OFFSETS_TOPIC, index)]
-            self.groups.load(_log_entries(partition), self.clock())
+        self.groups.load(self.clock())
         log.info("loaded %d consumer group(s) from %s", len(self.groups.groups), OFFSETS_TOPIC)
 
     async def _run_group_timers(self) -> None:
@@ -266,7 +270,7 @@ class Broker:
             except Exception:
                 log.exception("consumer group timers failed")
             if now >= next_expiry:
-                dropped = self.groups.expire_offsets(now)
+                dropped = await self.groups.expire_offsets(now)
                 if dropped:
                     log.info("expired %d committed offset(s)", dropped)
                 next_expiry = now + self.config.offsets_retention_check_interval_ms
@@ -425,6 +429,7 @@ class Broker:
                     await task
         if self._http is not None:
             await self._http.stop()
+        await self.groups.drain()
         self.logs.close_all()
         log.info("Strom broker %d stopped cleanly", self.node_id)
 
@@ -435,10 +440,8 @@ class Broker:
         return self.advertised[0]
 
 
-def _log_entries(
-    partition: replicated_partition.Partition,
-) -> Iterator[tuple[bytes, bytes | None]]:
-    """(key, value) of every record of a partition, read in bounded chunks."""
+def _log_chunks(partition: replicated_partition.Partition) -> Iterator[bytes]:
+    """The whole batches of a partition up to its high watermark, in bounded chunks."""
     offset = partition.log.log_start_offset
     end = partition.high_watermark
     while offset < end:
@@ -447,11 +450,8 @@ def _log_entries(
             break
         data = read.read_into_bytes()
         for header in batches.iter_batches(data):
-            batch = memoryview(data)[header.position : header.position + header.size]
-            for record in batches.iter_records(batch):
-                if record.key is not None:
-                    yield record.key, record.value
             offset = header.last_offset + 1
+        yield data
 
 
 def to_log_config(

@@ -1,8 +1,8 @@
 """Consumer groups: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups, DeleteGroups.
 
-The protocol work lives in `strom.coordinator.groups`; these functions translate
-between its calls and every version of the messages.
+The protocol work lives in `strom.coordinator` (its `groups.GroupCoordinator`); these
+functions translate between its calls and every version of the messages.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.coordinator import groups as group_protocol
+from strom.coordinator import states as group_states
 from strom.protocol import apis, shaping
 
 if TYPE_CHECKING:
@@ -179,7 +179,7 @@ async def handle_offset_commit(
                     p.committed_metadata,
                 )
             )
-    outcome = broker.groups.commit_offsets(
+    outcome = await broker.groups.commit_offsets(
         group_id=str(body.group_id),
         generation_id=int(body.generation_id_or_member_epoch),
         member_id=str(body.member_id),
@@ -243,7 +243,7 @@ async def handle_offset_delete(
 ) -> Any:
     body = request.body
     wanted = [(str(t.name), int(p.partition_index)) for t in body.topics for p in t.partitions]
-    outcome = broker.groups.delete_offsets(str(body.group_id), wanted)
+    outcome = await broker.groups.delete_offsets(str(body.group_id), wanted, broker.clock())
     topics = []
     for topic in body.topics:
         partitions = []
@@ -287,7 +287,7 @@ async def handle_describe_groups(
                     "error_code": ErrorCode.group_id_not_found if missing else ErrorCode.none,
                     "error_message": f"Group {group_id} not found." if missing else None,
                     "group_id": group_id,
-                    "group_state": group_protocol.GroupState.DEAD.value,
+                    "group_state": group_states.GroupState.DEAD.value,
                     "protocol_type": "",
                     "protocol_data": "",
                     "members": (),
@@ -295,7 +295,7 @@ async def handle_describe_groups(
             )
             continue
         protocol = group.protocol_name or ""
-        stable = group.state == group_protocol.GroupState.STABLE
+        stable = group.state == group_states.GroupState.STABLE
         described.append(
             {
                 "error_code": ErrorCode.none,
@@ -323,7 +323,9 @@ async def handle_describe_groups(
 async def handle_delete_groups(
     broker: Broker, request: apis.Request, context: RequestContext
 ) -> Any:
-    results = broker.groups.delete_groups([str(g) for g in request.body.groups_names])
+    results = await broker.groups.delete_groups(
+        [str(g) for g in request.body.groups_names], broker.clock()
+    )
     return _response(
         request,
         {"results": [{"group_id": g, "error_code": code} for g, code in results.items()]},

@@ -1,0 +1,149 @@
+"""One consumer group as the coordinator holds it in memory: its state, generation,
+members (static ones by group.instance.id too) and committed offsets.
+
+No I/O and no protocol decisions here: the protocol (`classic`, `rebalance`), the offsets
+(`offsets`) and the replay of `__consumer_offsets` (`runtime`) change a group through
+this model, and every state change goes through `Group.transition`, checked against
+the table in `states`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from kio.schema.errors import ErrorCode
+
+from strom.coordinator import states
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorConfig:
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    max_group_size: int = 2**31 - 1
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    offset_metadata_max_bytes: int = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+
+
+@dataclass(slots=True)
+class JoinResult:
+    error: ErrorCode
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str = ""
+    member_id: str = ""
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    skip_assignment: bool = False
+
+
+@dataclass(slots=True)
+class SyncResult:
+    error: ErrorCode
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    heartbeat_deadline_ms: int = 0
+    join_waiter: asyncio.Future[JoinResult] | None = None
+    sync_waiter: asyncio.Future[SyncResult] | None = None
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return b""
+
+
+class Group:
+    def __init__(self, group_id: str, now_ms: int) -> None:
+        self.group_id = group_id
+        self.state = states.GroupState.EMPTY
+        self.state_timestamp_ms = now_ms
+        self.generation_id = 0
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.members: dict[str, Member] = {}
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: dict[str, int] = {}  # member id -> deadline (KIP-394)
+        self.rebalance_deadline_ms: int | None = None
+        self.initial_delay_until_ms: int | None = None  # KIP-134 delay of a new group
+        self.offsets: dict[tuple[str, int], CommittedOffset] = {}
+
+    def transition(self, state: states.GroupState, now_ms: int) -> None:
+        """Move to `state`; raises InvalidTransition outside Kafka's table."""
+        states.check_transition(self.group_id, self.state, state)
+        self.state = state
+        self.state_timestamp_ms = now_ms
+
+    def restore_state(self, state: states.GroupState, timestamp_ms: int) -> None:
+        """The state a group is loaded in from `__consumer_offsets`: not a transition,
+        as Kafka builds a loaded group in its state directly."""
+        self.state = state
+        self.state_timestamp_ms = timestamp_ms
+
+    def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
+        """Another incarnation of this static member has joined since (KIP-345)."""
+        if not instance_id:
+            return False
+        current = self.static_members.get(instance_id)
+        return current is not None and current != member_id
+
+    def supports(self, protocol_type: str, protocols: Sequence[tuple[str, bytes]]) -> bool:
+        """Kafka's rule: a new member must share the group's protocol type and at least
+        one protocol with every current member."""
+        if not self.members:
+            return bool(protocol_type) and bool(protocols)
+        if protocol_type != self.protocol_type:
+            return False
+        return bool({name for name, _ in protocols} & self._common_protocols())
+
+    def _common_protocols(self) -> set[str]:
+        return set.intersection(*({name for name, _ in m.protocols} for m in self.members.values()))
+
+    def select_protocol(self) -> str | None:
+        """The common protocol most members list first (each votes once, like Kafka)."""
+        if not self.members:
+            return None
+        common = self._common_protocols()
+        votes = collections.Counter(
+            next(name for name, _ in m.protocols if name in common) for m in self.members.values()
+        )
+        return max(votes, key=lambda name: votes[name]) if votes else None
+
+    def all_joined(self) -> bool:
+        return all(m.join_waiter is not None for m in self.members.values()) and not (
+            self.pending_members
+        )
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def is_empty_husk(self) -> bool:
+        """Nothing worth keeping: no members, no offsets, never had a protocol."""
+        return not self.members and not self.offsets and self.protocol_type is None
