@@ -4,8 +4,9 @@ the operator and the tests.
 Built on confluent-kafka (librdkafka), never on the broker's own packages, and shipped
 as an extra (`pip install 'strom[client]'`) so the broker image carries no librdkafka:
 `settings` turns Kafka's Java-style client properties into librdkafka ones, `admin` wraps
-the admin API (topics, configs, consumer groups, offsets) in plain data, `errors` names
-failures the way a user needs to read them.
+the admin API in plain data (`Admin` blocking, `AsyncAdmin` for asyncio), `wire` sends
+the few admin requests librdkafka lacks as plain Kafka requests (kio message classes),
+`errors` names failures the way a user needs to read them.
 """
 
 try:
