@@ -1092,6 +1092,11 @@ def translate(exception: confluent_kafka.KafkaException, subject: str | None) ->
         return errors.AlreadyExistsError(
             f"Topic '{subject}' already exists." if subject else errors.describe(error)
         )
+    if code in (
+        confluent_kafka.KafkaError._UNSUPPORTED_FEATURE,
+        confluent_kafka.KafkaError.UNSUPPORTED_VERSION,
+    ):
+        return errors.UnsupportedError(errors.describe(error))
     if code in (confluent_kafka.KafkaError._TRANSPORT, confluent_kafka.KafkaError._TIMED_OUT):
         return errors.ClientError(f"{errors.describe(error)} (is the broker reachable?)")
     return errors.ClientError(errors.describe(error))
