@@ -1,5 +1,8 @@
 # `make run` and `make test` do all the set-up on a fresh machine: a virtualenv with
-# pinned packages (requirements.lock), and for the tests the Java/kcat peers.
+# pinned packages (requirements.lock), and for the tests the Java/kcat peers (whose jars
+# include Apache Kafka's broker, which the client's differential tests start).
+# requirements.lock pins the base dependencies and both extras: `client` (confluent-kafka,
+# for the tools, the operator and the tests) and `test`; the broker image takes the base only.
 # Benchmarks against Apache Kafka: bench/bench.mk (make bench, bench-quick, bench-profile).
 # The Kubernetes tier: e2e/k8s/k8s.mk (make k8s-tools builds the control plane once, cached).
 PYTHON ?= python3
@@ -17,7 +20,7 @@ install-python: $(STAMP)
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e '.[client,test]'
 	touch $(STAMP)
 
 peers:

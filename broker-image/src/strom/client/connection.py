@@ -8,6 +8,7 @@ and `Watch.check()` raises ConnectError then (or ClientError on a fatal error).
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import re
 import time
@@ -17,6 +18,8 @@ from typing import Any
 import confluent_kafka
 
 from strom.client import errors
+
+POLL_INTERVAL_S = 0.05  # how often a pending wait serves librdkafka's callbacks
 
 # Error codes that say why a broker connection failed.
 _CONNECTION_PROBLEMS = frozenset(
@@ -85,7 +88,7 @@ def wait(
     deadline = time.monotonic() + timeout
     while True:
         try:
-            result = future.result(timeout=0.05)
+            result = future.result(timeout=POLL_INTERVAL_S)
         except concurrent.futures.TimeoutError:
             poll(0)
             watch.check()
@@ -104,3 +107,33 @@ def _connection_problem(text: str) -> str:
     refused'."""
     text = re.sub(r"^\S+/(?:bootstrap|\d+): ", "", text)
     return re.sub(r" \(after \d+ms in state \w+\)$", "", text).strip()
+
+
+async def wait_async(
+    future: concurrent.futures.Future[Any],
+    *,
+    poll: Callable[[float], Any],
+    watch: Watch,
+    timeout: float,
+    what: str,
+) -> Any:
+    """`wait` for asyncio: the future is awaited through asyncio.wrap_future, and between
+    short waits librdkafka's callbacks are served with a non-blocking poll(0), so the event
+    loop never blocks. A wait given up (timeout, cancellation) cancels the future."""
+    wrapped = asyncio.wrap_future(future)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    try:
+        while True:
+            done, _ = await asyncio.wait({wrapped}, timeout=POLL_INTERVAL_S)
+            if done:
+                result = wrapped.result()
+                watch.connected()
+                return result
+            poll(0)
+            watch.check()
+            if loop.time() >= deadline:
+                raise errors.ClientError(f"timed out after {timeout:g}s waiting for {what}")
+    finally:
+        if not wrapped.done():
+            wrapped.cancel()

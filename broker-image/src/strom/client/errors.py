@@ -21,6 +21,10 @@ class AlreadyExistsError(ClientError):
     """Creating something that is already there (a topic)."""
 
 
+class UnsupportedError(ClientError):
+    """The broker does not serve a request the operation needs (or not at our version)."""
+
+
 class ConfigurationError(ClientError):
     """A client property that the client library refuses or cannot express."""
 
