@@ -5,7 +5,7 @@ leaves alone, what the open logs see at once, and what a restarted broker still 
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
+from strom.cluster import controller
 from strom.config import broker as broker_config
 from strom.config import definitions
 from strom.protocol import apis, shaping
@@ -33,12 +34,22 @@ def new_broker(data: Path) -> broker_module.Broker:
     )
 
 
+async def create_topic(
+    broker: broker_module.Broker, name: str, partitions: int, configs: dict[str, str]
+) -> None:
+    (outcome,) = await broker.controller.create_topics(
+        [controller.NewTopic(name, partitions, 1, configs=configs)]
+    )
+    assert outcome.error is None
+
+
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[broker_module.Broker]:
+async def broker(tmp_path: Path) -> AsyncIterator[broker_module.Broker]:
     server = new_broker(tmp_path)
-    server.create_topic("orders", 2, 1, {})
+    await server.load()
+    await create_topic(server, "orders", 2, {})
     yield server
-    server.logs.close_all()
+    server.close()
 
 
 async def call(
@@ -56,7 +67,7 @@ async def call(
     )
     entity_writer(request_type)(buffer, shaping.build(request_type, body))
     request = apis.decode_request(memoryview(buffer.getvalue()))
-    response = await dispatch.Dispatcher(broker).dispatch(request, "PLAINTEXT", "127.0.0.1")
+    response = await dispatch.Dispatcher(broker.context).dispatch(request, "PLAINTEXT", "127.0.0.1")
     data = apis.joined(apis.encode_response(3, response))
     response_type = load_response_schema(api_key, version)
     _, header_size = entity_reader(response_type.__header_schema__)(data, 4)
@@ -148,7 +159,7 @@ async def test_incremental_set_applies_to_the_open_logs_at_once(
     )
     assert answer == [OK]
     for index in (0, 1):
-        log_config = broker.partitions[("orders", index)].log.config
+        log_config = broker.replicas.partition("orders", index).log.config
         assert log_config.retention_ms == 1000
         assert log_config.segment_bytes == 4096
         assert log_config.cleanup_policy == ("delete", "compact")
@@ -159,8 +170,8 @@ async def test_incremental_set_applies_to_the_open_logs_at_once(
     assert described["cleanup.policy"].value == "delete,compact"
 
     assert await incremental(broker, [(TOPIC, "orders", [("retention.ms", DELETE, None)])]) == [OK]
-    assert broker.partitions[("orders", 0)].log.config.retention_ms == 604800000
-    assert broker.topic_config("orders").source("retention.ms") == ConfigSource.DEFAULT_CONFIG
+    assert broker.replicas.partition("orders", 0).log.config.retention_ms == 604800000
+    assert broker.configs.topic("orders").source("retention.ms") == ConfigSource.DEFAULT_CONFIG
     assert broker.metadata.image.topics["orders"].configs == {
         "segment.bytes": "4096",
         "cleanup.policy": "delete,compact",
@@ -171,13 +182,13 @@ async def test_incremental_set_applies_to_the_open_logs_at_once(
 async def test_produce_limits_follow_a_topic_change(broker: broker_module.Broker) -> None:
     """max.message.bytes and min.insync.replicas are read per produce from the cached
     topic config, which an alter must drop."""
-    assert broker.topic_config("orders").max_message_bytes == 1048588
+    assert broker.configs.topic("orders").max_message_bytes == 1048588
     await incremental(
         broker,
         [(TOPIC, "orders", [("max.message.bytes", SET, "100"), ("min.insync.replicas", SET, "2")])],
     )
-    assert broker.topic_config("orders").max_message_bytes == 100
-    assert broker.topic_config("orders").min_insync_replicas == 2
+    assert broker.configs.topic("orders").max_message_bytes == 100
+    assert broker.configs.topic("orders").min_insync_replicas == 2
 
 
 async def test_validate_only_changes_nothing(broker: broker_module.Broker) -> None:
@@ -186,7 +197,7 @@ async def test_validate_only_changes_nothing(broker: broker_module.Broker) -> No
     )
     assert answer == [OK]
     assert broker.metadata.image.topics["orders"].configs == {}
-    assert broker.partitions[("orders", 0)].log.config.retention_ms == 604800000
+    assert broker.replicas.partition("orders", 0).log.config.retention_ms == 604800000
     # ... but it still refuses what it would refuse.
     refused = await incremental(
         broker, [(TOPIC, "orders", [("retention.ms", SET, "soon")])], validate_only=True
@@ -231,7 +242,7 @@ async def test_refusals_carry_kafkas_error_codes(broker: broker_module.Broker) -
 async def test_a_resource_named_twice_is_refused_and_others_still_apply(
     broker: broker_module.Broker,
 ) -> None:
-    broker.create_topic("audit", 1, 1, {})
+    await create_topic(broker, "audit", 1, {})
     answers = await incremental(
         broker,
         [
@@ -249,8 +260,8 @@ async def test_a_resource_named_twice_is_refused_and_others_still_apply(
         )
     )
     assert answers[1] == OK
-    assert broker.topic_config("audit").retention_ms == 2
-    assert broker.topic_config("orders").retention_ms == 604800000
+    assert broker.configs.topic("audit").retention_ms == 2
+    assert broker.configs.topic("orders").retention_ms == 604800000
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
@@ -261,8 +272,8 @@ async def test_legacy_alter_replaces_all_overrides(
     answer = await legacy(broker, [(TOPIC, "orders", {"retention.ms": "1000"})], version=version)
     assert answer == [OK]
     assert broker.metadata.image.topics["orders"].configs == {"retention.ms": "1000"}
-    assert broker.partitions[("orders", 1)].log.config.segment_bytes == 1073741824
-    assert broker.partitions[("orders", 1)].log.config.retention_ms == 1000
+    assert broker.replicas.partition("orders", 1).log.config.segment_bytes == 1073741824
+    assert broker.replicas.partition("orders", 1).log.config.retention_ms == 1000
     refused = await legacy(broker, [(TOPIC, "orders", {"retention.ms": None})], version=version)
     assert refused[0][0] == ErrorCode.invalid_config
     refused = await legacy(broker, [(BROKER, "1", {"log.dirs": "/x"})], version=version)
@@ -272,15 +283,15 @@ async def test_legacy_alter_replaces_all_overrides(
 async def test_cluster_default_applies_to_every_topic_without_an_override(
     broker: broker_module.Broker,
 ) -> None:
-    broker.create_topic("pinned", 1, 1, {"segment.bytes": "9000"})
+    await create_topic(broker, "pinned", 1, {"segment.bytes": "9000"})
     answer = await incremental(
         broker,
         [(BROKER, "", [("log.segment.bytes", SET, "5000"), ("message.max.bytes", SET, "700")])],
     )
     assert answer == [OK]
-    assert broker.partitions[("orders", 0)].log.config.segment_bytes == 5000
-    assert broker.partitions[("pinned", 0)].log.config.segment_bytes == 9000
-    assert broker.topic_config("orders").max_message_bytes == 700
+    assert broker.replicas.partition("orders", 0).log.config.segment_bytes == 5000
+    assert broker.replicas.partition("pinned", 0).log.config.segment_bytes == 9000
+    assert broker.configs.topic("orders").max_message_bytes == 700
     described = await describe(broker, TOPIC, "orders")
     assert described["segment.bytes"].config_source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
 
@@ -290,7 +301,7 @@ async def test_cluster_default_applies_to_every_topic_without_an_override(
 
     # This broker's own setting wins over the cluster-wide one.
     assert await incremental(broker, [(BROKER, "1", [("log.segment.bytes", SET, "6000")])]) == [OK]
-    assert broker.partitions[("orders", 1)].log.config.segment_bytes == 6000
+    assert broker.replicas.partition("orders", 1).log.config.segment_bytes == 6000
     own = await describe(broker, BROKER, "1")
     assert own["log.segment.bytes"].value == "6000"
     assert own["log.segment.bytes"].config_source == ConfigSource.DYNAMIC_BROKER_CONFIG
@@ -307,24 +318,25 @@ async def test_cluster_default_applies_to_every_topic_without_an_override(
 
 async def test_a_restarted_broker_keeps_what_was_altered(tmp_path: Path) -> None:
     first = new_broker(tmp_path)
-    first.create_topic("orders", 1, 1, {})
+    await first.load()
+    await create_topic(first, "orders", 1, {})
     await incremental(first, [(TOPIC, "orders", [("retention.ms", SET, "1234")])])
     await incremental(first, [(BROKER, "", [("log.retention.bytes", SET, "99999")])])
     await incremental(first, [(BROKER, "1", [("message.max.bytes", SET, "5555")])])
-    first.logs.close_all()
+    first.close()
 
     second = new_broker(tmp_path)
     try:
-        second.logs.load_all(second.log_config)
+        await second.load()
         assert second.config.dynamic_cluster_defaults() == {"log.retention.bytes": "99999"}
         assert second.config.dynamic_per_broker() == {"message.max.bytes": "5555"}
-        topic = second.topic_config("orders")
+        topic = second.configs.topic("orders")
         assert topic.retention_ms == 1234
         assert topic.source("retention.ms") == ConfigSource.TOPIC_CONFIG
         assert topic.retention_bytes == 99999
         assert topic.max_message_bytes == 5555
     finally:
-        second.logs.close_all()
+        second.close()
 
 
 def test_the_new_apis_are_advertised() -> None:

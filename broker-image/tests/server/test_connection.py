@@ -7,6 +7,7 @@ import asyncio
 import io
 import struct
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from kio.serial import entity_reader, entity_writer
 from strom.config import broker as broker_config
 from strom.protocol import shaping
 from strom.server import broker as broker_module
-from strom.server import connection, dispatch, flow_control
+from strom.server import connection, context, dispatch, flow_control
 
 
 class FakeTransport(asyncio.Transport):
@@ -84,11 +85,15 @@ def responses(data: bytes, api_key: int, version: int) -> list[tuple[int, Any]]:
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> broker_module.Broker:
+async def broker(tmp_path: Path) -> AsyncIterator[broker_module.Broker]:
     config = broker_config.BrokerConfig(
         {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"}
     )
-    return broker_module.Broker(config)
+    server = broker_module.Broker(config)
+    await server.load()
+    server.context.endpoints.append(context.Endpoint("PLAINTEXT", "127.0.0.1", 9092))
+    yield server
+    server.close()
 
 
 def connect(
@@ -96,7 +101,7 @@ def connect(
     max_request_bytes: int = 1 << 20,
     request_memory: flow_control.RequestMemory | None = None,
 ) -> tuple[connection.KafkaConnection, FakeTransport]:
-    dispatcher = dispatch.Dispatcher(broker)
+    dispatcher = dispatch.Dispatcher(broker.context)
     protocol = connection.KafkaConnection(
         dispatch=lambda r, peer: dispatcher.dispatch(r, "PLAINTEXT", peer),
         max_request_bytes=max_request_bytes,

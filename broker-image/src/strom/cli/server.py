@@ -10,7 +10,7 @@ import signal
 import sys
 from pathlib import Path
 
-from strom.cluster import metadata as cluster_metadata
+from strom.cluster import metadata_log, migration, topics
 from strom.config import broker as broker_config
 from strom.config import definitions as config_definitions
 from strom.config import loading as config_loading
@@ -80,7 +80,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_STARTUP_FAILED
     try:
         asyncio.run(_serve(config))
-    except (OSError, cluster_metadata.MetadataError) as error:
+    except (
+        OSError,
+        topics.MetadataError,
+        metadata_log.CorruptMetadataLogError,
+        migration.MigrationError,
+    ) as error:
         print(f"strom-server: failed to start: {error}", file=sys.stderr)
         return EXIT_STARTUP_FAILED
     finally:

@@ -471,6 +471,9 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("share.coordinator.state.topic.min.isr", _SH, "1", "min.insync.replicas of the share-group state topic." + _IGNORED, AtLeast(1), ignored=True),
     # --- Strom-specific
     ConfigDef("metrics.listener", _S, "http://0.0.0.0:9404", "Strom: http://host:port serving /metrics, /healthz and /readyz; empty disables it.", Custom(_check_metrics_listener)),
+    # Kafka has no such bound; 16 million partitions asked for by one CreatePartitions
+    # wedged a broker for good. Kafka's own per-request bound (10,000) applies as well.
+    ConfigDef("max.partitions.per.broker", _I, "50000", "Strom: the most partition replicas one broker may host; CreateTopics and CreatePartitions beyond it are refused with POLICY_VIOLATION. One request may create at most 10,000 partitions, as in Kafka.", AtLeast(1), dynamic=True),
 )
 # fmt: on
 

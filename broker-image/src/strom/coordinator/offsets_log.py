@@ -50,7 +50,8 @@ class PartitionsOffsetsLog:
     """OffsetsLog over a broker's own partitions, given as callables:
 
     - `partition_count()`: the topic's partition count, None if it does not exist;
-    - `create()`: create the topic (idempotent) and return its partition count;
+    - `create()`: create the topic (idempotent) and return its partition count (or an
+      awaitable of it);
     - `append_batch(partition, data, headers, now_ms)`: append one validated batch,
       raising OSError on a storage failure; it may return an awaitable that completes
       when the batch is committed;
@@ -62,7 +63,7 @@ class PartitionsOffsetsLog:
         self,
         *,
         partition_count: Callable[[], int | None],
-        create: Callable[[], int],
+        create: Callable[[], int | Awaitable[int]],
         append_batch: BatchAppend,
         read_chunks: Callable[[int], Iterable[bytes | bytearray | memoryview]],
     ) -> None:
@@ -76,7 +77,10 @@ class PartitionsOffsetsLog:
 
     async def ensure_created(self) -> int:
         try:
-            return self._create()
+            created = self._create()
+            if inspect.isawaitable(created):
+                created = await created
+            return created
         except OSError as error:
             raise StoreFailed(f"cannot create __consumer_offsets: {error}") from error
 

@@ -1,25 +1,7 @@
-"""The time the channel needs, as an object the broker or a simulation hands in."""
+"""The time the channel needs: the broker's one clock (`strom.clock`), handed in."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from typing import Protocol
+from strom.clock import Clock, SystemClock
 
-
-class Clock(Protocol):
-    def monotonic(self) -> float:
-        """Seconds on a clock that never goes back."""
-        ...
-
-    async def sleep(self, seconds: float) -> None: ...
-
-
-class SystemClock:
-    """The real clock: time.monotonic and asyncio.sleep."""
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+__all__ = ["Clock", "SystemClock"]

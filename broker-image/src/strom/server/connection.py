@@ -20,10 +20,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from strom.protocol import apis, framing
+from strom.protocol import apis, framing, regions
 from strom.server import flow_control
 from strom.server import metrics as broker_metrics
-from strom.storage import partition_log
 
 log = logging.getLogger(__name__)
 
@@ -32,20 +31,6 @@ MAX_QUEUED_FRAMES = 64
 # Below this a file range is read and written with the surrounding bytes: a sendfile
 # call has to wait for the transport buffer to drain, which costs more than a copy.
 SENDFILE_MIN_BYTES = 64 * 1024
-
-
-class RecordRegions:
-    """The record bytes of one partition in a fetch response: file ranges, sent as they are."""
-
-    __slots__ = ("ranges", "size", "topic")
-
-    def __init__(self, topic: str, ranges: list[partition_log.FileRange]) -> None:
-        self.topic = topic
-        self.ranges = ranges
-        self.size = sum(r.length for r in ranges)
-
-    def __len__(self) -> int:
-        return self.size
 
 
 class CloseConnection(Exception):
@@ -252,7 +237,7 @@ class KafkaConnection(asyncio.Protocol):
             if isinstance(part, bytes):
                 pending += part
                 continue
-            assert isinstance(part, RecordRegions)
+            assert isinstance(part, regions.RecordRegions)
             self._metrics.bytes_out.labels(part.topic).inc(part.size)
             for file_range in part.ranges:
                 if file_range.length < SENDFILE_MIN_BYTES or not _can_sendfile(transport):

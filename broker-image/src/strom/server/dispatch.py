@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from strom.protocol import apis
+from strom.server.context import BrokerContext, RequestContext
 from strom.server.handlers import (
     cluster_info,
     configs,
@@ -19,17 +19,7 @@ from strom.server.handlers import (
     versions,
 )
 
-if TYPE_CHECKING:
-    from strom.server.broker import Broker
-
-
-@dataclass(frozen=True, slots=True)
-class RequestContext:
-    listener: str
-    client_host: str
-
-
-Handler = Callable[["Broker", apis.Request, RequestContext], Awaitable[Any | None]]
+Handler = Callable[[BrokerContext, apis.Request, RequestContext], Awaitable[Any | None]]
 
 HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.API_VERSIONS: versions.handle_api_versions,
@@ -63,7 +53,7 @@ assert set(HANDLERS) == set(apis.SUPPORTED_VERSIONS), "advertise exactly what is
 
 
 class Dispatcher:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: BrokerContext) -> None:
         self._broker = broker
 
     async def dispatch(self, request: apis.Request, listener: str, client_host: str) -> Any | None:

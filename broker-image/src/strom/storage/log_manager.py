@@ -22,6 +22,9 @@ _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 _PARTITION_DIR = re.compile(r"(?P<topic>[a-zA-Z0-9._-]+)-(?P<partition>0|[1-9][0-9]*)")
 
 TopicPartition = tuple[str, int]
+# The cluster metadata log lives among the partitions (Kafka's metadata.log.dir default)
+# but is opened by the metadata layer, never as a partition.
+METADATA_TOPIC = "__cluster_metadata"
 
 
 class LogDirectoryConflictError(Exception):
@@ -72,6 +75,8 @@ class LogManager:
                 key = parse_partition_dir_name(path.name)
                 if key is None:
                     logger.info("ignoring %s: not a <topic>-<partition> directory", path)
+                    continue
+                if key[0] == METADATA_TOPIC:
                     continue
                 if key in self._logs:
                     raise LogDirectoryConflictError(

@@ -2,24 +2,27 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.cluster import metadata as cluster_metadata
+from strom.cluster import controller, topics
+from strom.cluster import image as images
 from strom.protocol import apis, shaping
+from strom.server import context
 
 if TYPE_CHECKING:
-    from strom.server.broker import Broker
-    from strom.server.dispatch import RequestContext
+    from strom.server.context import BrokerContext, RequestContext
 
-_ZERO_UUID = uuid.UUID(int=0)
+log = logging.getLogger(__name__)
+
 _BROKERS_ENDPOINT_TYPE = 1
 
 
-def _broker_entries(broker: Broker, context: RequestContext) -> list[dict[str, Any]]:
-    endpoint = broker.endpoint_for(context.listener)
+def _broker_entries(broker: BrokerContext, request_context: RequestContext) -> list[dict[str, Any]]:
+    endpoint = broker.endpoint_for(request_context.listener)
     return [
         {
             "node_id": broker.node_id,
@@ -31,28 +34,24 @@ def _broker_entries(broker: Broker, context: RequestContext) -> list[dict[str, A
     ]
 
 
-def topic_entry(broker: Broker, topic: cluster_metadata.TopicMetadata) -> dict[str, Any]:
-    partitions = []
-    for index in range(topic.partitions):
-        partition = broker.partition(topic.name, index)
-        leader_epoch = partition.leader_epoch if partition is not None else -1
-        partitions.append(
-            {
-                "error_code": ErrorCode.none,
-                "partition_index": index,
-                "leader_id": broker.node_id,
-                "leader_epoch": leader_epoch,
-                "replica_nodes": (broker.node_id,),
-                "isr_nodes": (broker.node_id,),
-                "offline_replicas": (),
-            }
-        )
+def topic_entry(topic: images.TopicImage) -> dict[str, Any]:
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
         "topic_id": topic.topic_id,
-        "is_internal": topic.name in cluster_metadata.INTERNAL_TOPICS,
-        "partitions": partitions,
+        "is_internal": topic.name in topics.INTERNAL_TOPICS,
+        "partitions": [
+            {
+                "error_code": ErrorCode.none,
+                "partition_index": partition.index,
+                "leader_id": partition.leader,
+                "leader_epoch": partition.leader_epoch,
+                "replica_nodes": partition.replicas,
+                "isr_nodes": partition.isr,
+                "offline_replicas": (),
+            }
+            for partition in sorted(topic.partitions.values(), key=lambda p: p.index)
+        ],
     }
 
 
@@ -60,46 +59,47 @@ def _error_topic(name: str | None, topic_id: uuid.UUID | None, error: ErrorCode)
     return {
         "error_code": error,
         "name": name,
-        "topic_id": topic_id or _ZERO_UUID,
+        "topic_id": topic_id or context.ZERO_UUID,
         "is_internal": False,
         "partitions": (),
     }
 
 
-async def handle_metadata(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+async def handle_metadata(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
     body = request.body
     version = request.header.api_version
-    image = broker.metadata.image
     requested = body.topics
     # v0: an empty list means every topic; v1+: null means every topic.
     all_topics = requested is None or (version == 0 and not requested)
     allow_auto_create = getattr(body, "allow_auto_topic_creation", True)
 
-    topics: list[dict[str, Any]] = []
+    entries: list[dict[str, Any]] = []
     if all_topics:
-        topics = [topic_entry(broker, t) for t in list(image.topics.values())]
+        entries = [topic_entry(t) for t in broker.image.topics.values()]
     else:
+        to_create: list[str] = []
         for wanted in requested:
             name = getattr(wanted, "name", None)
             topic_id = getattr(wanted, "topic_id", None)
-            if name is None and topic_id is not None and topic_id != _ZERO_UUID:
-                by_id = broker.metadata.topic_by_id(topic_id)
-                topics.append(
-                    topic_entry(broker, by_id)
-                    if by_id
-                    else _error_topic(None, topic_id, ErrorCode.unknown_topic_id)
-                )
-                continue
-            if name is None:
-                topics.append(_error_topic(None, None, ErrorCode.invalid_request))
-                continue
-            topics.append(
-                _named_topic(
-                    broker,
-                    name,
-                    allow_auto_create,
-                    f"client {request.header.client_id!r} at {context.client_host}",
-                )
+            resolved = broker.resolve_topic(name, topic_id)
+            if resolved.topic is not None:
+                entries.append(topic_entry(resolved.topic))
+            elif resolved.missing_error_is_unknown_id:
+                entries.append(_error_topic(None, topic_id, ErrorCode.unknown_topic_id))
+            elif name is None:
+                entries.append(_error_topic(None, None, ErrorCode.invalid_request))
+            else:
+                entries.append(_error_topic(name, None, ErrorCode.unknown_topic_or_partition))
+                to_create.append(name)
+        if to_create:
+            await _auto_create(
+                broker,
+                entries,
+                to_create,
+                allow_auto_create,
+                f"client {request.header.client_id!r} at {request_context.client_host}",
             )
 
     response_type = apis.response_class(request.header.api_key, version)
@@ -107,38 +107,66 @@ async def handle_metadata(broker: Broker, request: apis.Request, context: Reques
         response_type,
         {
             "throttle_time": 0,
-            "brokers": _broker_entries(broker, context),
-            "cluster_id": image.cluster_id,
+            "brokers": _broker_entries(broker, request_context),
+            "cluster_id": broker.image.cluster_id,
             "controller_id": broker.node_id,
-            "topics": topics,
+            "topics": entries,
             "error_code": ErrorCode.none,
         },
     )
 
 
-def _named_topic(
-    broker: Broker, name: str, allow_auto_create: bool, requested_by: str
-) -> dict[str, Any]:
-    existing = broker.metadata.image.topics.get(name)
-    if existing is not None:
-        return topic_entry(broker, existing)
-    try:
-        cluster_metadata.validate_topic_name(name)
-    except cluster_metadata.InvalidTopicError:
-        return _error_topic(name, None, ErrorCode.invalid_topic_exception)
-    if not (allow_auto_create and broker.config.auto_create_topics_enable):
-        return _error_topic(name, None, ErrorCode.unknown_topic_or_partition)
-    try:
-        created = broker.auto_create_topic(name, requested_by)
-    except cluster_metadata.InvalidTopicError:
-        return _error_topic(name, None, ErrorCode.invalid_topic_exception)
-    except cluster_metadata.InvalidReplicationFactorError:
-        return _error_topic(name, None, ErrorCode.invalid_replication_factor)
-    return topic_entry(broker, created)
+async def _auto_create(
+    broker: BrokerContext,
+    entries: list[dict[str, Any]],
+    names: list[str],
+    allow_auto_create: bool,
+    requested_by: str,
+) -> None:
+    """Create unknown topics (auto.create.topics.enable) and fill their entries in."""
+    creatable: list[str] = []
+    errors: dict[str, ErrorCode] = {}
+    for name in dict.fromkeys(names):
+        try:
+            topics.validate_topic_name(name)
+        except topics.InvalidTopicError:
+            errors[name] = ErrorCode.invalid_topic_exception
+            continue
+        if allow_auto_create and broker.config.auto_create_topics_enable:
+            creatable.append(name)
+    if creatable:
+        outcomes = await broker.controller.create_topics(
+            [controller.NewTopic(name) for name in creatable]
+        )
+        for outcome in outcomes:
+            if outcome.error is None:
+                log.info(
+                    "auto-created topic %s with %d partition(s) for a metadata request of %s",
+                    outcome.name,
+                    outcome.partitions,
+                    requested_by,
+                )
+            elif isinstance(outcome.error, topics.InvalidTopicError):
+                errors[outcome.name] = ErrorCode.invalid_topic_exception
+            elif isinstance(outcome.error, topics.InvalidReplicationFactorError):
+                errors[outcome.name] = ErrorCode.invalid_replication_factor
+            elif not isinstance(outcome.error, topics.TopicExistsError):
+                # A disk error, or a limit: the client retries while the topic is unknown.
+                log.warning("cannot auto-create topic %s: %s", outcome.name, outcome.error)
+    image = broker.image
+    for position, entry in enumerate(entries):
+        name = entry["name"]
+        if entry["error_code"] != ErrorCode.unknown_topic_or_partition or name not in names:
+            continue
+        created = image.topics.get(name)
+        if created is not None:
+            entries[position] = topic_entry(created)
+        elif name in errors:
+            entry["error_code"] = errors[name]
 
 
 async def handle_describe_cluster(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     endpoint_type = getattr(request.body, "endpoint_type", _BROKERS_ENDPOINT_TYPE)
@@ -150,7 +178,7 @@ async def handle_describe_cluster(
                 "error_code": ErrorCode.unsupported_endpoint_type,
                 "error_message": "Only broker endpoints are served by this node",
                 "endpoint_type": endpoint_type,
-                "cluster_id": broker.metadata.image.cluster_id,
+                "cluster_id": broker.image.cluster_id,
                 "brokers": (),
             },
         )
@@ -160,8 +188,8 @@ async def handle_describe_cluster(
             "throttle_time": 0,
             "error_code": ErrorCode.none,
             "endpoint_type": endpoint_type,
-            "cluster_id": broker.metadata.image.cluster_id,
+            "cluster_id": broker.image.cluster_id,
             "controller_id": broker.node_id,
-            "brokers": _broker_entries(broker, context),
+            "brokers": _broker_entries(broker, request_context),
         },
     )

@@ -10,20 +10,20 @@ default (`kafka-configs --entity-default`), "<node.id>" this broker.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.cluster import metadata as cluster_metadata
+from strom.cluster import topics as cluster_topics
 from strom.config import altering, definitions
 from strom.config import broker as broker_config
 from strom.config import topics as topic_configs
 from strom.protocol import apis, shaping
+from strom.server.handlers import topics as topic_handlers
 
 if TYPE_CHECKING:
-    from strom.server.broker import Broker
-    from strom.server.dispatch import RequestContext
+    from strom.server.context import BrokerContext, RequestContext
 
 TOPIC = 2
 BROKER = 4
@@ -36,7 +36,7 @@ BrokerChange = Callable[[dict[str, str], broker_config.BrokerConfig], dict[str, 
 
 
 async def handle_describe_configs(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, context: RequestContext
 ) -> Any:
     body = request.body
     include_synonyms = bool(getattr(body, "include_synonyms", False))
@@ -54,12 +54,12 @@ async def handle_describe_configs(
         }
         keys = _names(resource.configuration_keys)
         if resource_type == TOPIC:
-            if name not in broker.metadata.image.topics:
+            if name not in broker.image.topics:
                 result["error_code"] = ErrorCode.unknown_topic_or_partition
                 result["error_message"] = f"Topic {name} does not exist"
                 results.append(result)
                 continue
-            entries = broker.topic_config(name).entries(keys)
+            entries = broker.configs.topic(name).entries(keys)
         elif resource_type == BROKER:
             if name == "":
                 entries = broker.config.cluster_default_entries(keys)
@@ -101,15 +101,15 @@ async def handle_describe_configs(
 
 
 async def handle_incremental_alter_configs(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, context: RequestContext
 ) -> Any:
     """SET, DELETE, APPEND and SUBTRACT on single configs; the rest stays as it is."""
 
-    def alter(resource: Any) -> None:
+    async def alter(resource: Any) -> None:
         changes = altering.parse_changes(
             (str(c.name), int(c.config_operation), c.value) for c in resource.configs
         )
-        _alter_resource(
+        await _alter_resource(
             broker,
             int(resource.resource_type),
             str(resource.resource_name),
@@ -118,17 +118,17 @@ async def handle_incremental_alter_configs(
             validate_only=bool(request.body.validate_only),
         )
 
-    return _respond(broker, request, alter)
+    return await _respond(broker, request, alter)
 
 
 async def handle_alter_configs(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, context: RequestContext
 ) -> Any:
     """The legacy AlterConfigs: the given configs replace all of the resource's."""
 
-    def alter(resource: Any) -> None:
+    async def alter(resource: Any) -> None:
         configs = [(str(c.name), c.value) for c in resource.configs]
-        _alter_resource(
+        await _alter_resource(
             broker,
             int(resource.resource_type),
             str(resource.resource_name),
@@ -137,10 +137,12 @@ async def handle_alter_configs(
             validate_only=bool(request.body.validate_only),
         )
 
-    return _respond(broker, request, alter)
+    return await _respond(broker, request, alter)
 
 
-def _respond(broker: Broker, request: apis.Request, alter: Callable[[Any], None]) -> Any:
+async def _respond(
+    broker: BrokerContext, request: apis.Request, alter: Callable[[Any], Awaitable[None]]
+) -> Any:
     """Run `alter` on each resource and answer with one error (or none) per resource."""
     resources = list(request.body.resources)
     seen = collections.Counter(_resource_key(resource) for resource in resources)
@@ -155,11 +157,11 @@ def _respond(broker: Broker, request: apis.Request, alter: Callable[[Any], None]
         try:
             if seen[_resource_key(resource)] > 1:
                 raise altering.InvalidConfigRequest("Each resource must appear at most once.")
-            alter(resource)
+            await alter(resource)
         except (
             altering.InvalidConfigRequest,
             definitions.ConfigError,
-            cluster_metadata.MetadataError,
+            cluster_topics.MetadataError,
         ) as error:
             response["error_code"] = _error_code_of(error)
             response["error_message"] = str(error)
@@ -177,15 +179,11 @@ def _resource_key(resource: Any) -> tuple[int, str]:
 def _error_code_of(error: Exception) -> ErrorCode:
     if isinstance(error, altering.InvalidConfigRequest):
         return ErrorCode.invalid_request
-    if isinstance(error, definitions.ConfigError):
-        return ErrorCode.invalid_config
-    if isinstance(error, cluster_metadata.UnknownTopicError):
-        return ErrorCode.unknown_topic_or_partition
-    return ErrorCode.unknown_server_error
+    return topic_handlers.error_code_of(error)
 
 
-def _alter_resource(
-    broker: Broker,
+async def _alter_resource(
+    broker: BrokerContext,
     resource_type: int,
     name: str,
     topic_change: TopicChange,
@@ -194,27 +192,31 @@ def _alter_resource(
     validate_only: bool,
 ) -> None:
     if resource_type == TOPIC:
-        _alter_topic(broker, name, topic_change, validate_only)
+        await _alter_topic(broker, name, topic_change, validate_only)
     elif resource_type == BROKER:
-        _alter_broker(broker, name, broker_change, validate_only)
+        await _alter_broker(broker, name, broker_change, validate_only)
     else:
         raise altering.InvalidConfigRequest(f"Unsupported resource type {resource_type}")
 
 
-def _alter_topic(broker: Broker, name: str, change: TopicChange, validate_only: bool) -> None:
+async def _alter_topic(
+    broker: BrokerContext, name: str, change: TopicChange, validate_only: bool
+) -> None:
     if not name:
         raise altering.InvalidConfigRequest("Default topic resources are not allowed.")
-    stored = broker.metadata.image.topics.get(name)
+    stored = broker.image.topics.get(name)
     # Validated before the existence check, as Kafka's controller does: a bad value is
     # INVALID_CONFIG even for a topic that does not exist.
-    overrides = change(dict(stored.configs) if stored else {}, broker.topic_config(name))
+    overrides = change(dict(stored.configs) if stored else {}, broker.configs.topic(name))
     if stored is None:
-        raise cluster_metadata.UnknownTopicError(f"The topic '{name}' does not exist.")
+        raise cluster_topics.UnknownTopicError(f"The topic '{name}' does not exist.")
     if not validate_only:
-        broker.alter_topic_configs(name, overrides)
+        await broker.controller.set_topic_configs(name, overrides)
 
 
-def _alter_broker(broker: Broker, name: str, change: BrokerChange, validate_only: bool) -> None:
+async def _alter_broker(
+    broker: BrokerContext, name: str, change: BrokerChange, validate_only: bool
+) -> None:
     cluster_defaults = name == ""
     if not cluster_defaults:
         _check_this_broker(broker, name)
@@ -224,14 +226,13 @@ def _alter_broker(broker: Broker, name: str, change: BrokerChange, validate_only
         else broker.config.dynamic_per_broker()
     )
     layer = change(stored, broker.config)
-    config = altering.broker_layers_with(
-        broker.config, cluster_defaults=cluster_defaults, layer=layer
-    )
+    # Checked as a whole (rules that tie keys together) before anything is stored.
+    altering.broker_layers_with(broker.config, cluster_defaults=cluster_defaults, layer=layer)
     if not validate_only:
-        broker.alter_broker_configs(name, layer, config)
+        await broker.controller.set_broker_configs(name, layer)
 
 
-def _check_this_broker(broker: Broker, name: str) -> None:
+def _check_this_broker(broker: BrokerContext, name: str) -> None:
     try:
         node_id = int(name)
     except ValueError:

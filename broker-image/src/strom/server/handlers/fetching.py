@@ -9,7 +9,6 @@ session cache is full.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -17,16 +16,18 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from strom.protocol import apis, shaping
-from strom.replication import partition as replicated_partition
-from strom.server import connection
-from strom.storage import partition_log
+from strom.replication import partition as partitions
+from strom.server import context
 
 if TYPE_CHECKING:
-    from strom.server.broker import Broker
-    from strom.server.dispatch import RequestContext
+    from strom.server.context import BrokerContext, RequestContext
 
-_ZERO_UUID = uuid.UUID(int=0)
-_READ_COMMITTED = 1
+READ_ERRORS = {
+    partitions.ReadError.NOT_LEADER: ErrorCode.not_leader_or_follower,
+    partitions.ReadError.FENCED_LEADER_EPOCH: ErrorCode.fenced_leader_epoch,
+    partitions.ReadError.UNKNOWN_LEADER_EPOCH: ErrorCode.unknown_leader_epoch,
+    partitions.ReadError.OFFSET_OUT_OF_RANGE: ErrorCode.offset_out_of_range,
+}
 
 
 @dataclass(slots=True)
@@ -37,10 +38,13 @@ class _Wanted:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int
-    partition: replicated_partition.Partition | None
+    partition: partitions.Partition | None
+    unknown_id: bool
 
 
-async def handle_fetch(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+async def handle_fetch(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
     body = request.body
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     if getattr(body, "session_id", 0) != 0:
@@ -55,24 +59,29 @@ async def handle_fetch(broker: Broker, request: apis.Request, context: RequestCo
         )
     wanted = _resolve(broker, body)
     max_wait_ms = shaping.as_millis(body.max_wait)
-    deadline = time.monotonic() + max(max_wait_ms, 0) / 1000
-    read_committed = getattr(body, "isolation_level", 0) == _READ_COMMITTED
+    deadline = broker.clock.monotonic() + max(max_wait_ms, 0) / 1000
+    isolation = (
+        partitions.Isolation.READ_COMMITTED
+        if getattr(body, "isolation_level", 0) == partitions.Isolation.READ_COMMITTED
+        else partitions.Isolation.READ_UNCOMMITTED
+    )
+    replica_id = int(getattr(body, "replica_id", -1))
     while True:
         responses, total_bytes, has_error = _read_all(
-            broker, wanted, int(body.max_bytes), read_committed
+            broker, wanted, int(body.max_bytes), isolation, replica_id
         )
-        remaining = deadline - time.monotonic()
+        remaining = deadline - broker.clock.monotonic()
         if total_bytes >= int(body.min_bytes) or has_error or remaining <= 0:
             break
-        partitions = [w.partition for w in wanted if w.partition is not None]
-        if not partitions:
+        waiting = [w.partition for w in wanted if w.partition is not None]
+        if not waiting:
             # Nothing to wait for: the client asked only for unknown partitions.
             break
-        waiter = replicated_partition.wait_for_any(partitions)
+        waiter = partitions.wait_for_any(waiting)
         try:
             await asyncio.wait([waiter], timeout=remaining)
         finally:
-            replicated_partition.release(partitions, waiter)
+            partitions.release(waiting, waiter)
             waiter.cancel()
     return shaping.build(
         response_type,
@@ -80,20 +89,14 @@ async def handle_fetch(broker: Broker, request: apis.Request, context: RequestCo
     )
 
 
-def _resolve(broker: Broker, body: Any) -> list[_Wanted]:
+def _resolve(broker: BrokerContext, body: Any) -> list[_Wanted]:
     wanted = []
     for topic in body.topics:
-        topic_id = getattr(topic, "topic_id", None)
-        if topic_id is not None and topic_id != _ZERO_UUID:
-            stored = broker.metadata.topic_by_id(topic_id)
-            name = stored.name if stored else None
-            key: tuple[str | None, uuid.UUID | None] = (name, topic_id)
-        else:
-            name = str(topic.topic)
-            stored = broker.metadata.image.topics.get(name)
-            key = (name, stored.topic_id if stored else None)
-            if stored is None:
-                name = None
+        resolved = broker.resolve_topic(
+            getattr(topic, "topic", None), getattr(topic, "topic_id", None)
+        )
+        name = resolved.name if resolved.topic is not None else None
+        key = (resolved.name, resolved.topic_id)
         for p in topic.partitions:
             index = int(p.partition)
             wanted.append(
@@ -105,34 +108,45 @@ def _resolve(broker: Broker, body: Any) -> list[_Wanted]:
                     max_bytes=int(p.partition_max_bytes),
                     current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
                     partition=broker.partition(name, index) if name else None,
+                    unknown_id=resolved.missing_error_is_unknown_id,
                 )
             )
     return wanted
 
 
 def _read_all(
-    broker: Broker, wanted: list[_Wanted], response_max_bytes: int, read_committed: bool
+    broker: BrokerContext,
+    wanted: list[_Wanted],
+    response_max_bytes: int,
+    isolation: partitions.Isolation,
+    replica_id: int,
 ) -> tuple[list[dict[str, Any]], int, bool]:
     by_topic: dict[tuple[str | None, uuid.UUID | None], list[dict[str, Any]]] = {}
     total = 0
     has_error = False
     for item in wanted:
-        result = _read_partition(item, response_max_bytes - total, total == 0, read_committed)
-        records = result["records"]
-        total += len(records)
+        result = _read_partition(
+            broker, item, response_max_bytes - total, total == 0, isolation, replica_id
+        )
+        total += len(result["records"])
         if result["error_code"] != ErrorCode.none:
             has_error = True
             broker.metrics.request_errors.labels("FETCH", result["error_code"].name).inc()
         by_topic.setdefault(item.topic_key, []).append(result)
     responses = [
-        {"topic": name or "", "topic_id": topic_id or _ZERO_UUID, "partitions": partitions}
-        for (name, topic_id), partitions in by_topic.items()
+        {"topic": name or "", "topic_id": topic_id or context.ZERO_UUID, "partitions": parts}
+        for (name, topic_id), parts in by_topic.items()
     ]
     return responses, total, has_error
 
 
 def _read_partition(
-    item: _Wanted, bytes_left: int, first: bool, read_committed: bool
+    broker: BrokerContext,
+    item: _Wanted,
+    bytes_left: int,
+    first: bool,
+    isolation: partitions.Isolation,
+    replica_id: int,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {
         "partition_index": item.index,
@@ -140,41 +154,31 @@ def _read_partition(
         "high_watermark": -1,
         "last_stable_offset": -1,
         "log_start_offset": -1,
-        "aborted_transactions": () if read_committed else None,
+        "aborted_transactions": () if isolation is partitions.Isolation.READ_COMMITTED else None,
         "preferred_read_replica": -1,
         "records": b"",
     }
     partition = item.partition
     if partition is None:
-        missing_id = item.topic is None and item.topic_key[1] is not None
         result["error_code"] = (
-            ErrorCode.unknown_topic_id if missing_id else ErrorCode.unknown_topic_or_partition
+            ErrorCode.unknown_topic_id if item.unknown_id else ErrorCode.unknown_topic_or_partition
         )
         return result
-    log = partition.log
-    high_watermark = partition.high_watermark
-    result["high_watermark"] = high_watermark
-    result["last_stable_offset"] = high_watermark
-    result["log_start_offset"] = log.log_start_offset
-    if item.current_leader_epoch >= 0 and item.current_leader_epoch != partition.leader_epoch:
-        result["error_code"] = (
-            ErrorCode.fenced_leader_epoch
-            if item.current_leader_epoch < partition.leader_epoch
-            else ErrorCode.unknown_leader_epoch
-        )
+    # KIP-74: only the first partition with data may exceed the limits, by one batch.
+    read = partition.read(
+        item.fetch_offset,
+        min(item.max_bytes, bytes_left),
+        isolation=isolation,
+        current_leader_epoch=item.current_leader_epoch,
+        replica_id=replica_id,
+        min_one_batch=first,
+    )
+    result["high_watermark"] = read.high_watermark
+    result["last_stable_offset"] = read.last_stable_offset
+    result["log_start_offset"] = read.log_start_offset
+    if read.error is not None:
+        result["error_code"] = READ_ERRORS[read.error]
         return result
-    if item.fetch_offset == high_watermark:
-        return result
-    limit = min(item.max_bytes, bytes_left)
-    try:
-        # KIP-74: only the first partition with data may exceed the limits, by one batch.
-        read = log.read(
-            item.fetch_offset, max(limit, 0), max_offset=high_watermark, min_one_batch=first
-        )
-    except partition_log.OffsetOutOfRangeError:
-        result["error_code"] = ErrorCode.offset_out_of_range
-        return result
-    if read.total_bytes == 0:
-        return result
-    result["records"] = connection.RecordRegions(partition.topic, read.ranges)
+    if read.records is not None:
+        result["records"] = read.records  # counted in bytes_out when sent
     return result

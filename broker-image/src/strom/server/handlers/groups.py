@@ -7,16 +7,19 @@ functions translate between its calls and every version of the messages.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from strom.cluster import topics
 from strom.coordinator import states as group_states
 from strom.protocol import apis, shaping
 
 if TYPE_CHECKING:
-    from strom.server.broker import Broker
-    from strom.server.dispatch import RequestContext
+    from strom.server.context import BrokerContext, RequestContext
+
+log = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
 _CLASSIC = "classic"
@@ -28,14 +31,14 @@ def _response(request: apis.Request, data: dict[str, Any]) -> Any:
 
 
 async def handle_find_coordinator(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
     key_type = int(getattr(body, "key_type", GROUP_KEY_TYPE))
     keys = list(getattr(body, "coordinator_keys", ()) or ())
     if not keys and hasattr(body, "key"):
         keys = [body.key]
-    endpoint = broker.endpoint_for(context.listener)
+    endpoint = broker.endpoint_for(request_context.listener)
     coordinators = []
     for key in keys:
         entry: dict[str, Any] = {
@@ -57,7 +60,19 @@ async def handle_find_coordinator(
         elif not key:
             entry.update(node_id=-1, host="", port=-1, error_code=ErrorCode.invalid_request)
         else:
-            broker.ensure_offsets_topic()
+            try:
+                await broker.offsets_topic.ensure()
+            except topics.MetadataError as error:
+                # __consumer_offsets cannot be created now (a disk error): nothing of it
+                # is left behind, and the client retries FindCoordinator.
+                log.warning("cannot create %s: %s", topics.OFFSETS_TOPIC, error)
+                entry.update(
+                    node_id=-1,
+                    host="",
+                    port=-1,
+                    error_code=ErrorCode.coordinator_not_available,
+                    error_message=str(error),
+                )
         coordinators.append(entry)
     if request.header.api_version >= 4:
         return _response(request, {"coordinators": coordinators})
@@ -69,20 +84,22 @@ def _protocols(body: Any) -> list[tuple[str, bytes]]:
     return [(str(p.name), bytes(p.metadata)) for p in body.protocols]
 
 
-async def handle_join_group(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+async def handle_join_group(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
     body = request.body
     result = await broker.groups.join(
         group_id=str(body.group_id),
         member_id=str(body.member_id),
         group_instance_id=getattr(body, "group_instance_id", None),
         client_id=request.header.client_id or "",
-        client_host=context.client_host,
+        client_host=request_context.client_host,
         session_timeout_ms=shaping.as_millis(body.session_timeout),
         rebalance_timeout_ms=shaping.as_millis(getattr(body, "rebalance_timeout", -1)),
         protocol_type=str(body.protocol_type),
         protocols=_protocols(body),
         version=request.header.api_version,
-        now_ms=broker.clock(),
+        now_ms=broker.clock.time_ms(),
     )
     return _response(
         request,
@@ -102,7 +119,9 @@ async def handle_join_group(broker: Broker, request: apis.Request, context: Requ
     )
 
 
-async def handle_sync_group(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+async def handle_sync_group(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
     body = request.body
     result = await broker.groups.sync(
         group_id=str(body.group_id),
@@ -112,7 +131,7 @@ async def handle_sync_group(broker: Broker, request: apis.Request, context: Requ
         protocol_type=getattr(body, "protocol_type", None),
         protocol_name=getattr(body, "protocol_name", None),
         assignments=[(str(a.member_id), bytes(a.assignment)) for a in body.assignments],
-        now_ms=broker.clock(),
+        now_ms=broker.clock.time_ms(),
     )
     return _response(
         request,
@@ -125,25 +144,29 @@ async def handle_sync_group(broker: Broker, request: apis.Request, context: Requ
     )
 
 
-async def handle_heartbeat(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+async def handle_heartbeat(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
     body = request.body
     error = broker.groups.heartbeat(
         group_id=str(body.group_id),
         generation_id=int(body.generation_id),
         member_id=str(body.member_id),
         group_instance_id=getattr(body, "group_instance_id", None),
-        now_ms=broker.clock(),
+        now_ms=broker.clock.time_ms(),
     )
     return _response(request, {"error_code": error})
 
 
-async def handle_leave_group(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+async def handle_leave_group(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
     body = request.body
     if hasattr(body, "members"):
         leaving = [(str(m.member_id), m.group_instance_id) for m in body.members]
     else:
         leaving = [(str(body.member_id), None)]
-    error, results = broker.groups.leave(str(body.group_id), leaving, broker.clock())
+    error, results = broker.groups.leave(str(body.group_id), leaving, broker.clock.time_ms())
     if not hasattr(body, "members") and results:
         error = results[0][2]  # v0-2 answer for the one member
     return _response(
@@ -159,7 +182,7 @@ async def handle_leave_group(broker: Broker, request: apis.Request, context: Req
 
 
 async def handle_offset_commit(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
     wanted = []
@@ -185,7 +208,7 @@ async def handle_offset_commit(
         member_id=str(body.member_id),
         group_instance_id=getattr(body, "group_instance_id", None),
         offsets=wanted,
-        now_ms=broker.clock(),
+        now_ms=broker.clock.time_ms(),
     )
     topics = []
     for topic in body.topics:
@@ -203,7 +226,7 @@ async def handle_offset_commit(
     return _response(request, {"topics": topics})
 
 
-def _fetched_group(broker: Broker, group_id: str, topics: Any) -> dict[str, Any]:
+def _fetched_group(broker: BrokerContext, group_id: str, topics: Any) -> dict[str, Any]:
     wanted: list[tuple[str, int]] | None = None
     if topics is not None:
         wanted = [(str(t.name), int(i)) for t in topics for i in t.partition_indexes]
@@ -227,7 +250,7 @@ def _fetched_group(broker: Broker, group_id: str, topics: Any) -> dict[str, Any]
 
 
 async def handle_offset_fetch(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
     if hasattr(body, "groups"):  # v8+: several groups per request
@@ -239,11 +262,11 @@ async def handle_offset_fetch(
 
 
 async def handle_offset_delete(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
     wanted = [(str(t.name), int(p.partition_index)) for t in body.topics for p in t.partitions]
-    outcome = await broker.groups.delete_offsets(str(body.group_id), wanted, broker.clock())
+    outcome = await broker.groups.delete_offsets(str(body.group_id), wanted, broker.clock.time_ms())
     topics = []
     for topic in body.topics:
         partitions = []
@@ -256,7 +279,9 @@ async def handle_offset_delete(
     return _response(request, {"error_code": top, "topics": topics})
 
 
-async def handle_list_groups(broker: Broker, request: apis.Request, context: RequestContext) -> Any:
+async def handle_list_groups(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
     body = request.body
     states = {str(s).lower() for s in getattr(body, "states_filter", ()) or ()}
     types = {str(t).lower() for t in getattr(body, "types_filter", ()) or ()}
@@ -275,7 +300,7 @@ async def handle_list_groups(broker: Broker, request: apis.Request, context: Req
 
 
 async def handle_describe_groups(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     described = []
     for group_id in request.body.groups:
@@ -321,10 +346,10 @@ async def handle_describe_groups(
 
 
 async def handle_delete_groups(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     results = await broker.groups.delete_groups(
-        [str(g) for g in request.body.groups_names], broker.clock()
+        [str(g) for g in request.body.groups_names], broker.clock.time_ms()
     )
     return _response(
         request,

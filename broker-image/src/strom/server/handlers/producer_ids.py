@@ -2,41 +2,46 @@
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
+from strom.cluster import topics
 from strom.protocol import apis, shaping
 
 if TYPE_CHECKING:
-    from strom.server.broker import Broker
-    from strom.server.dispatch import RequestContext
+    from strom.server.context import BrokerContext, RequestContext
+
+log = logging.getLogger(__name__)
 
 
 async def handle_init_producer_id(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
-    if body.transactional_id is not None:
+
+    def answer(error: ErrorCode, producer_id: int = -1, epoch: int = -1) -> Any:
         return shaping.build(
             response_type,
             {
                 "throttle_time": 0,
-                "error_code": ErrorCode.coordinator_not_available,
-                "producer_id": -1,
-                "producer_epoch": -1,
+                "error_code": error,
+                "producer_id": producer_id,
+                "producer_epoch": epoch,
             },
         )
+
+    if body.transactional_id is not None:
+        return answer(ErrorCode.coordinator_not_available)
     # An idempotent producer that asks again (KIP-360, after UNKNOWN_PRODUCER_ID or a
     # fatal sequence error) gets a fresh id: epoch 0 of a new id is always valid.
-    producer_id = broker.metadata.allocate_producer_id()
-    return shaping.build(
-        response_type,
-        {
-            "throttle_time": 0,
-            "error_code": ErrorCode.none,
-            "producer_id": producer_id,
-            "producer_epoch": 0,
-        },
-    )
+    try:
+        producer_id = await broker.producer_ids.next_id()
+    except topics.MetadataError as error:
+        # No block of ids could be recorded (a disk error): retriable, as Kafka answers
+        # when its controller cannot allocate.
+        log.warning("cannot allocate producer ids: %s", error)
+        return answer(ErrorCode.coordinator_load_in_progress)
+    return answer(ErrorCode.none, producer_id, 0)

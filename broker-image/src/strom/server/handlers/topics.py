@@ -1,4 +1,8 @@
-"""CreateTopics (incl. validate_only and configs), DeleteTopics, CreatePartitions."""
+"""CreateTopics (incl. validate_only and configs), DeleteTopics, CreatePartitions.
+
+The controller validates and commits; these functions translate between its outcomes
+and every version of the messages.
+"""
 
 from __future__ import annotations
 
@@ -8,22 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.cluster import metadata as cluster_metadata
+from strom.cluster import controller, topics
 from strom.config import definitions as config_definitions
 from strom.protocol import apis, shaping
+from strom.server import context
 
 if TYPE_CHECKING:
-    from strom.server.broker import Broker
-    from strom.server.dispatch import RequestContext
-
-_ZERO_UUID = uuid.UUID(int=0)
+    from strom.server.context import BrokerContext, RequestContext
 
 _METADATA_ERRORS: dict[type[Exception], ErrorCode] = {
-    cluster_metadata.TopicExistsError: ErrorCode.topic_already_exists,
-    cluster_metadata.InvalidTopicError: ErrorCode.invalid_topic_exception,
-    cluster_metadata.InvalidPartitionsError: ErrorCode.invalid_partitions,
-    cluster_metadata.InvalidReplicationFactorError: ErrorCode.invalid_replication_factor,
-    cluster_metadata.UnknownTopicError: ErrorCode.unknown_topic_or_partition,
+    topics.TopicExistsError: ErrorCode.topic_already_exists,
+    topics.InvalidTopicError: ErrorCode.invalid_topic_exception,
+    topics.InvalidPartitionsError: ErrorCode.invalid_partitions,
+    topics.InvalidReplicationFactorError: ErrorCode.invalid_replication_factor,
+    topics.UnknownTopicError: ErrorCode.unknown_topic_or_partition,
+    topics.PolicyViolationError: ErrorCode.policy_violation,
+    topics.StorageFailedError: ErrorCode.kafka_storage_error,
+    topics.NotControllerError: ErrorCode.not_controller,
 }
 
 
@@ -37,46 +42,57 @@ def error_code_of(error: Exception) -> ErrorCode:
 
 
 async def handle_create_topics(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
     validate_only = bool(getattr(body, "validate_only", False))
     counts = collections.Counter(str(t.name) for t in body.topics)
+    duplicates = {name for name, count in counts.items() if count > 1}
+    wanted = [
+        controller.NewTopic(
+            name=str(topic.name),
+            partitions=int(topic.num_partitions),
+            replication_factor=int(topic.replication_factor),
+            assignments=tuple(
+                tuple(int(b) for b in a.broker_ids) for a in (topic.assignments or ())
+            ),
+            configs={str(c.name): c.value for c in topic.configs},
+        )
+        for topic in body.topics
+        if str(topic.name) not in duplicates
+    ]
+    outcomes = {
+        outcome.name: outcome
+        for outcome in await broker.controller.create_topics(wanted, validate_only=validate_only)
+    }
     results = []
     for topic in body.topics:
         name = str(topic.name)
         result: dict[str, Any] = {
             "name": name,
-            "topic_id": _ZERO_UUID,
+            "topic_id": context.ZERO_UUID,
             "error_code": ErrorCode.none,
             "error_message": None,
             "num_partitions": -1,
             "replication_factor": -1,
             "configs": None,
         }
-        if counts[name] > 1:
+        results.append(result)
+        if name in duplicates:
             result["error_code"] = ErrorCode.invalid_request
             result["error_message"] = (
                 f"Create topics request from client contains a duplicate topic {name}"
             )
-            results.append(result)
             continue
-        try:
-            partitions, replication_factor = _requested_layout(broker, topic)
-            configs = {str(c.name): c.value for c in topic.configs}
-            created = broker.create_topic(
-                name, partitions, replication_factor, configs, validate_only=validate_only
-            )
-        except (cluster_metadata.MetadataError, config_definitions.ConfigError) as error:
-            result["error_code"] = error_code_of(error)
-            result["error_message"] = str(error)
+        outcome = outcomes[name]
+        if outcome.error is not None:
+            result["error_code"] = error_code_of(outcome.error)
+            result["error_message"] = str(outcome.error)
             broker.metrics.request_errors.labels("CREATE_TOPICS", result["error_code"].name).inc()
-            results.append(result)
             continue
-        result["num_partitions"] = partitions
-        result["replication_factor"] = replication_factor
-        if created is not None:
-            result["topic_id"] = created.topic_id
+        result["num_partitions"] = outcome.partitions
+        result["replication_factor"] = outcome.replication_factor
+        result["topic_id"] = outcome.topic_id or context.ZERO_UUID
         result["configs"] = [
             {
                 "name": entry.name,
@@ -85,44 +101,14 @@ async def handle_create_topics(
                 "config_source": entry.source,
                 "is_sensitive": entry.is_sensitive,
             }
-            for entry in broker.topic_config_entries(configs)
+            for entry in broker.configs.topic_entries(outcome.configs)
         ]
-        results.append(result)
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     return shaping.build(response_type, {"throttle_time": 0, "topics": results})
 
 
-def _requested_layout(broker: Broker, topic: Any) -> tuple[int, int]:
-    assignments = tuple(getattr(topic, "assignments", ()) or ())
-    if assignments:
-        if int(topic.num_partitions) != -1 or int(topic.replication_factor) != -1:
-            raise cluster_metadata.InvalidPartitionsError(
-                "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                "Both cannot be used at the same time."
-            )
-        replication_factors = {len(a.broker_ids) for a in assignments}
-        for assignment in assignments:
-            unknown = set(assignment.broker_ids) - {broker.node_id}
-            if unknown:
-                raise cluster_metadata.InvalidReplicationFactorError(
-                    f"Replica assignment refers to unknown broker(s) {sorted(unknown)}"
-                )
-        if len(replication_factors) != 1:
-            raise cluster_metadata.InvalidReplicationFactorError(
-                "All partitions should have the same number of replicas"
-            )
-        return len(assignments), replication_factors.pop()
-    partitions = int(topic.num_partitions)
-    replication_factor = int(topic.replication_factor)
-    if partitions == -1:
-        partitions = broker.config.num_partitions
-    if replication_factor == -1:
-        replication_factor = broker.config.default_replication_factor
-    return partitions, replication_factor
-
-
 async def handle_delete_topics(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
     wanted: list[tuple[str | None, uuid.UUID | None]] = []
@@ -130,44 +116,46 @@ async def handle_delete_topics(
         wanted = [(str(name), None) for name in body.topic_names]
     for topic in getattr(body, "topics", ()) or ():
         wanted.append((topic.name, topic.topic_id))
-    responses = []
+    responses: list[dict[str, Any]] = []
+    deleting: dict[str, dict[str, Any]] = {}
     for name, topic_id in wanted:
         response: dict[str, Any] = {
             "name": name,
-            "topic_id": topic_id or _ZERO_UUID,
+            "topic_id": topic_id or context.ZERO_UUID,
             "error_code": ErrorCode.none,
             "error_message": None,
         }
-        if name is None and topic_id is not None and topic_id != _ZERO_UUID:
-            stored = broker.metadata.topic_by_id(topic_id)
-            if stored is None:
-                response["error_code"] = ErrorCode.unknown_topic_id
-                responses.append(response)
-                continue
-            name = stored.name
-            response["name"] = name
+        responses.append(response)
+        resolved = broker.resolve_topic(name, topic_id)
+        if resolved.missing_error_is_unknown_id:
+            response["error_code"] = ErrorCode.unknown_topic_id
+            continue
+        response["name"] = resolved.name
         if not broker.config.delete_topic_enable:
             response["error_code"] = ErrorCode.topic_deletion_disabled
-        elif name is None:
+        elif resolved.name is None:
             response["error_code"] = ErrorCode.invalid_request
+        elif resolved.topic is None:
+            response["error_code"] = ErrorCode.unknown_topic_or_partition
+            response["error_message"] = "This server does not host this topic-partition."
+        elif resolved.name in topics.INTERNAL_TOPICS:
+            response["error_code"] = ErrorCode.invalid_topic_exception
+            response["error_message"] = f"Internal topic {resolved.name} cannot be deleted."
         else:
-            stored = broker.metadata.image.topics.get(name)
-            if stored is None:
-                response["error_code"] = ErrorCode.unknown_topic_or_partition
-                response["error_message"] = "This server does not host this topic-partition."
-            elif name in cluster_metadata.INTERNAL_TOPICS:
-                response["error_code"] = ErrorCode.invalid_topic_exception
-                response["error_message"] = f"Internal topic {name} cannot be deleted."
-            else:
-                response["topic_id"] = stored.topic_id
-                broker.delete_topic(name)
-        responses.append(response)
+            response["topic_id"] = resolved.topic.topic_id
+            deleting[resolved.name] = response
+    if deleting:
+        outcomes = await broker.controller.delete_topics(list(deleting))
+        for name, error in outcomes.items():
+            if error is not None:
+                deleting[name]["error_code"] = error_code_of(error)
+                deleting[name]["error_message"] = str(error)
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     return shaping.build(response_type, {"throttle_time": 0, "responses": responses})
 
 
 async def handle_create_partitions(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
     results = []
@@ -177,9 +165,15 @@ async def handle_create_partitions(
             "error_code": ErrorCode.none,
             "error_message": None,
         }
+        assignments = tuple(tuple(int(b) for b in a.broker_ids) for a in (topic.assignments or ()))
         try:
-            broker.add_partitions(str(topic.name), int(topic.count), bool(body.validate_only))
-        except cluster_metadata.MetadataError as error:
+            await broker.controller.create_partitions(
+                str(topic.name),
+                int(topic.count),
+                assignments,
+                validate_only=bool(body.validate_only),
+            )
+        except topics.MetadataError as error:
             result["error_code"] = error_code_of(error)
             result["error_message"] = str(error)
         results.append(result)

@@ -7,12 +7,11 @@ from typing import TYPE_CHECKING, Any
 from strom.protocol import apis, shaping
 
 if TYPE_CHECKING:
-    from strom.server.broker import Broker
-    from strom.server.dispatch import RequestContext
+    from strom.server.context import BrokerContext, RequestContext
 
 
 async def handle_api_versions(
-    broker: Broker, request: apis.Request, context: RequestContext
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     return shaping.build(

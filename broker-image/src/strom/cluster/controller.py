@@ -1,0 +1,434 @@
+"""The controller: validates metadata changes and turns them into records.
+
+Every change (topics, partitions, configs, producer id blocks) is checked against the
+current image, written as Kafka's metadata records to the metadata log, and only then
+applied to the image and published. Operations run one at a time, as Kafka's
+controller event queue runs them, so each validates against the image the previous
+one left.
+
+A topic exists for clients only once its records are durable and its logs are
+created: the logs this node will host are prepared first (off the event loop); if
+that or the metadata write fails, the prepared logs are removed and the request gets
+a retriable error, with nothing half-made left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kio.static.primitive import i8, i32, i64
+
+from strom.cluster import image as images
+from strom.cluster import loader as loaders
+from strom.cluster import metadata_log, placement, records, topics
+from strom.config import broker as broker_config
+from strom.config import definitions as config_definitions
+from strom.config import topics as topic_config
+
+log = logging.getLogger(__name__)
+
+# Kafka's controller refuses requests that would create more partitions than this at once
+# (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH), with this message.
+MAX_PARTITIONS_PER_REQUEST = 10_000
+EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
+# Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE.
+PRODUCER_ID_BLOCK_SIZE = 1000
+
+PartitionKey = tuple[str, int]
+
+
+class LogPreparer(Protocol):
+    """Creates (and on failure removes) the logs of new partitions this node hosts."""
+
+    async def prepare_logs(self, partitions: Sequence[PartitionKey]) -> None:
+        """Raises topics.StorageFailedError, having removed what it created."""
+        ...
+
+    async def abandon_logs(self, partitions: Sequence[PartitionKey]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    name: str
+    partitions: int = -1  # -1: num.partitions
+    replication_factor: int = -1  # -1: default.replication.factor
+    assignments: tuple[tuple[int, ...], ...] = ()  # explicit replicas per partition
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOutcome:
+    name: str
+    error: Exception | None = None  # topics.MetadataError or config_definitions.ConfigError
+    topic_id: uuid.UUID | None = None
+    partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Records of one operation, and the partitions it adds on this node."""
+
+    entries: list[records.MetadataRecord] = field(default_factory=list)
+    local_partitions: list[PartitionKey] = field(default_factory=list)
+
+
+class Controller:
+    def __init__(
+        self,
+        node_id: int,
+        metadata: metadata_log.MetadataLog,
+        loader: loaders.MetadataLoader,
+        config: Callable[[], broker_config.BrokerConfig],
+        preparer: LogPreparer,
+    ) -> None:
+        self.node_id = node_id
+        self._log = metadata
+        self._loader = loader
+        self._config = config
+        self._preparer = preparer
+        self._lock = asyncio.Lock()
+        self._placement_start = 0
+
+    @property
+    def image(self) -> images.MetadataImage:
+        return self._loader.image
+
+    def live_brokers(self) -> list[int]:
+        return [self.node_id]
+
+    # Topics --------------------------------------------------------------------------
+
+    async def create_topics(
+        self, wanted: Sequence[NewTopic], *, validate_only: bool = False
+    ) -> list[TopicOutcome]:
+        """One outcome per topic, in order; the valid ones are created together."""
+        async with self._lock:
+            config = self._config()
+            total = sum(_requested_count(topic, config) for topic in wanted)
+            if total > MAX_PARTITIONS_PER_REQUEST:
+                refusal = topics.PolicyViolationError(EXCESSIVE_PARTITIONS)
+                return [TopicOutcome(topic.name, refusal) for topic in wanted]
+            batch = _Batch()
+            outcomes: list[TopicOutcome] = []
+            names_in_request: set[str] = set()
+            hosted = self._partitions_hosted()
+            for topic in wanted:
+                try:
+                    outcome = self._plan_topic(topic, config, names_in_request, hosted, batch)
+                except (topics.MetadataError, config_definitions.ConfigError) as error:
+                    outcome = TopicOutcome(topic.name, error)
+                else:
+                    names_in_request.add(topic.name)
+                    hosted += outcome.partitions
+                outcomes.append(outcome)
+            if validate_only or not batch.entries:
+                return [outcome if outcome.error else _without_id(outcome) for outcome in outcomes]
+            try:
+                await self._commit(batch)
+            except topics.MetadataError as error:
+                return [
+                    outcome if outcome.error else TopicOutcome(outcome.name, error)
+                    for outcome in outcomes
+                ]
+        for outcome in outcomes:
+            if outcome.error is None:
+                log.info(
+                    "created topic %s with %d partition(s), replication factor %d",
+                    outcome.name,
+                    outcome.partitions,
+                    outcome.replication_factor,
+                )
+        return outcomes
+
+    def _plan_topic(
+        self,
+        wanted: NewTopic,
+        config: broker_config.BrokerConfig,
+        names_in_request: set[str],
+        hosted: int,
+        batch: _Batch,
+    ) -> TopicOutcome:
+        overrides = topic_config.validate_topic_configs(wanted.configs)
+        self._check_new_name(wanted.name, names_in_request)
+        replicas = self._replica_lists(wanted, config)
+        self._check_capacity(config, hosted, sum(1 for r in replicas if self.node_id in r))
+        topic_id = uuid.uuid4()
+        batch.entries.append(records.TopicRecord(name=wanted.name, topic_id=topic_id))
+        self._add_partitions(batch, wanted.name, topic_id, 0, replicas)
+        batch.entries.extend(
+            _config_record(records.TOPIC_RESOURCE, wanted.name, key, value)
+            for key, value in sorted(overrides.items())
+        )
+        return TopicOutcome(
+            wanted.name,
+            None,
+            topic_id,
+            len(replicas),
+            len(replicas[0]),
+            dict(overrides),
+        )
+
+    def _check_new_name(self, name: str, names_in_request: set[str]) -> None:
+        topics.validate_topic_name(name)
+        if name in self.image.topics or name in names_in_request:
+            raise topics.TopicExistsError(f"Topic '{name}' already exists.")
+        key = topics.collision_key(name)
+        for existing in (*self.image.topics, *names_in_request):
+            if topics.collision_key(existing) == key:
+                raise topics.InvalidTopicError(
+                    f"Topic '{name}' collides with existing topic: {existing}"
+                )
+
+    def _replica_lists(
+        self, wanted: NewTopic, config: broker_config.BrokerConfig
+    ) -> list[tuple[int, ...]]:
+        if wanted.assignments:
+            if wanted.partitions != -1 or wanted.replication_factor != -1:
+                raise topics.InvalidPartitionsError(
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time."
+                )
+            return self._checked_assignments(wanted.assignments)
+        count = config.num_partitions if wanted.partitions == -1 else wanted.partitions
+        factor = (
+            config.default_replication_factor
+            if wanted.replication_factor == -1
+            else wanted.replication_factor
+        )
+        if count < 1:
+            raise topics.InvalidPartitionsError("Number of partitions must be larger than 0.")
+        if factor < 1:
+            raise topics.InvalidReplicationFactorError("Replication factor must be larger than 0.")
+        start = self._placement_start
+        self._placement_start += 1
+        return placement.place(self.live_brokers(), 0, count, factor, start)
+
+    def _checked_assignments(self, assignments: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
+        live = set(self.live_brokers())
+        for replicas in assignments:
+            unknown = set(replicas) - live
+            if unknown:
+                raise topics.InvalidReplicationFactorError(
+                    f"Replica assignment refers to unknown broker(s) {sorted(unknown)}"
+                )
+            if len(set(replicas)) != len(replicas) or not replicas:
+                raise topics.InvalidReplicationFactorError(
+                    f"Duplicate or empty replica assignment {list(replicas)}"
+                )
+        if len({len(replicas) for replicas in assignments}) != 1:
+            raise topics.InvalidReplicationFactorError(
+                "All partitions should have the same number of replicas"
+            )
+        return [tuple(replicas) for replicas in assignments]
+
+    def _partitions_hosted(self) -> int:
+        return sum(1 for _ in self.image.partitions_of(self.node_id))
+
+    def _check_capacity(self, config: broker_config.BrokerConfig, hosted: int, adding: int) -> None:
+        limit = config.get_int("max.partitions.per.broker")
+        if hosted + adding > limit:
+            raise topics.PolicyViolationError(
+                f"Cannot create {adding} partition(s): broker {self.node_id} hosts {hosted} "
+                f"and may host at most {limit} (max.partitions.per.broker)."
+            )
+
+    def _add_partitions(
+        self,
+        batch: _Batch,
+        name: str,
+        topic_id: uuid.UUID,
+        first: int,
+        replica_lists: Sequence[tuple[int, ...]],
+    ) -> None:
+        for offset, replicas in enumerate(replica_lists):
+            index = first + offset
+            batch.entries.append(
+                records.PartitionRecord(
+                    partition_id=i32(index),
+                    topic_id=topic_id,
+                    replicas=tuple(i32(r) for r in replicas),
+                    isr=tuple(i32(r) for r in replicas),
+                    leader=i32(replicas[0]),
+                    leader_epoch=i32(0),
+                    partition_epoch=i32(0),
+                )
+            )
+            if self.node_id in replicas:
+                batch.local_partitions.append((name, index))
+
+    async def delete_topics(self, names: Sequence[str]) -> dict[str, topics.MetadataError | None]:
+        async with self._lock:
+            outcomes: dict[str, topics.MetadataError | None] = {}
+            batch = _Batch()
+            for name in names:
+                existing = self.image.topics.get(name)
+                if existing is None:
+                    outcomes[name] = topics.UnknownTopicError(
+                        "This server does not host this topic-partition."
+                    )
+                    continue
+                batch.entries.append(records.RemoveTopicRecord(topic_id=existing.topic_id))
+                outcomes[name] = None
+            if batch.entries:
+                try:
+                    await self._commit(batch)
+                except topics.MetadataError as error:
+                    return {name: outcome or error for name, outcome in outcomes.items()}
+        for name, outcome in outcomes.items():
+            if outcome is None:
+                log.info("deleted topic %s", name)
+        return outcomes
+
+    async def create_partitions(
+        self,
+        name: str,
+        total: int,
+        assignments: Sequence[tuple[int, ...]] = (),
+        *,
+        validate_only: bool = False,
+    ) -> None:
+        async with self._lock:
+            existing = self.image.topics.get(name)
+            if existing is None:
+                raise topics.UnknownTopicError(f"Topic '{name}' does not exist.")
+            current = existing.partition_count
+            if total < current:
+                raise topics.InvalidPartitionsError(
+                    f"Topic currently has {current} partitions, which is higher than "
+                    f"the requested {total}."
+                )
+            if total == current:
+                raise topics.InvalidPartitionsError(f"Topic already has {current} partitions.")
+            adding = total - current
+            if adding > MAX_PARTITIONS_PER_REQUEST:
+                raise topics.PolicyViolationError(EXCESSIVE_PARTITIONS)
+            if assignments:
+                if len(assignments) != adding:
+                    raise topics.InvalidPartitionsError(
+                        f"Increasing the number of partitions by {adding} but "
+                        f"{len(assignments)} assignments provided."
+                    )
+                replicas = self._checked_assignments(assignments)
+            else:
+                start = self._placement_start
+                self._placement_start += 1
+                replicas = placement.place(
+                    self.live_brokers(), current, adding, existing.replication_factor, start
+                )
+            config = self._config()
+            self._check_capacity(
+                config, self._partitions_hosted(), sum(1 for r in replicas if self.node_id in r)
+            )
+            if validate_only:
+                return
+            batch = _Batch()
+            self._add_partitions(batch, name, existing.topic_id, current, replicas)
+            await self._commit(batch)
+        log.info("topic %s now has %d partitions", name, total)
+
+    # Configs -------------------------------------------------------------------------
+
+    async def set_topic_configs(self, name: str, overrides: Mapping[str, str]) -> None:
+        """Replace a topic's overrides (validated by the caller) with `overrides`."""
+        async with self._lock:
+            existing = self.image.topics.get(name)
+            if existing is None:
+                raise topics.UnknownTopicError(f"The topic '{name}' does not exist.")
+            await self._commit(
+                _Batch(_config_changes(records.TOPIC_RESOURCE, name, existing.configs, overrides))
+            )
+        log.info("altered configs of topic %s: %s", name, dict(overrides) or "none")
+
+    async def set_broker_configs(self, resource_name: str, layer: Mapping[str, str]) -> None:
+        """Replace a dynamic broker layer ("" = cluster-wide defaults, else one broker's)."""
+        async with self._lock:
+            stored = self.image.broker_configs.get(resource_name, {})
+            await self._commit(
+                _Batch(_config_changes(records.BROKER_RESOURCE, resource_name, stored, layer))
+            )
+        which = "cluster-wide default" if resource_name == "" else f"broker {resource_name}"
+        log.info("altered dynamic %s configs: %s", which, dict(layer) or "none")
+
+    # Producer ids --------------------------------------------------------------------
+
+    async def allocate_producer_ids(self, broker_id: int) -> range:
+        """A block of producer ids for `broker_id`, never handed out before."""
+        async with self._lock:
+            first = self.image.next_producer_id
+            block = range(first, first + PRODUCER_ID_BLOCK_SIZE)
+            await self._commit(
+                _Batch(
+                    [
+                        records.ProducerIdsRecord(
+                            broker_id=i32(broker_id),
+                            broker_epoch=i64(0),
+                            next_producer_id=i64(block.stop),
+                        )
+                    ]
+                )
+            )
+        return block
+
+    # Committing ----------------------------------------------------------------------
+
+    async def _commit(self, batch: _Batch) -> None:
+        """Durable, applied and published, or nothing at all (raises MetadataError)."""
+        if not batch.entries:
+            return
+        # Staged first: a record that would not apply is a bug, and must not reach the log.
+        delta = self._loader.stage((-1, entry) for entry in batch.entries)
+        if batch.local_partitions:
+            await self._preparer.prepare_logs(batch.local_partitions)
+        try:
+            last_offset = await self._log.append(batch.entries)
+        except metadata_log.MetadataLogError as error:
+            log.error("%s", error)
+            if batch.local_partitions:
+                await self._preparer.abandon_logs(batch.local_partitions)
+            raise topics.StorageFailedError(str(error)) from error
+        delta.offset = last_offset
+        self._loader.load(delta)
+
+
+def _requested_count(topic: NewTopic, config: broker_config.BrokerConfig) -> int:
+    if topic.assignments:
+        return len(topic.assignments)
+    return config.num_partitions if topic.partitions == -1 else max(topic.partitions, 0)
+
+
+def _without_id(outcome: TopicOutcome) -> TopicOutcome:
+    """validate_only: what would be created, with no topic id (Kafka answers a zero id)."""
+    return TopicOutcome(
+        outcome.name, None, None, outcome.partitions, outcome.replication_factor, outcome.configs
+    )
+
+
+def _config_record(
+    resource_type: int, resource_name: str, name: str, value: str | None
+) -> records.ConfigRecord:
+    return records.ConfigRecord(
+        resource_type=i8(resource_type), resource_name=resource_name, name=name, value=value
+    )
+
+
+def _config_changes(
+    resource_type: int, resource_name: str, before: Mapping[str, str], after: Mapping[str, str]
+) -> list[records.MetadataRecord]:
+    changes: list[records.MetadataRecord] = [
+        _config_record(resource_type, resource_name, key, value)
+        for key, value in sorted(after.items())
+        if before.get(key) != value
+    ]
+    changes.extend(
+        _config_record(resource_type, resource_name, key, None)
+        for key in sorted(before)
+        if key not in after
+    )
+    return changes

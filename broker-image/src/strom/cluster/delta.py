@@ -1,0 +1,207 @@
+"""A metadata delta: records replayed on top of an image, then applied into a new image.
+
+Besides the new image, a delta says what changed (topics created and removed, partitions
+changed, configs changed), which is what publishers act on: the replica manager opens
+and deletes logs, the coordinator forgets removed topics, the config cache refreshes.
+Replaying copies only what a record touches, so a delta of one config change on a
+cluster with 10,000 partitions costs one topic, not the cluster.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from strom.cluster import image as images
+from strom.cluster import records
+
+
+class DeltaError(Exception):
+    """A record that contradicts the image (a bug or a corrupt log): never applied."""
+
+
+@dataclass
+class _TopicChange:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, images.PartitionImage]
+    configs: dict[str, str]
+
+
+@dataclass
+class MetadataDelta:
+    image: images.MetadataImage
+    created_topics: set[uuid.UUID] = field(default_factory=set)
+    # removed topics as they were in the previous image
+    removed_topics: dict[uuid.UUID, images.TopicImage] = field(default_factory=dict)
+    changed_partitions: dict[uuid.UUID, set[int]] = field(default_factory=dict)
+    changed_topic_configs: set[uuid.UUID] = field(default_factory=set)
+    changed_broker_configs: set[str] = field(default_factory=set)
+    producer_ids_changed: bool = False
+    _topics: dict[uuid.UUID, _TopicChange] = field(default_factory=dict)
+    _broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    _next_producer_id: int | None = None
+    offset: int = -1  # the metadata log offset of the last record
+
+    def replay(self, record: records.MetadataRecord, offset: int = -1) -> None:
+        if isinstance(record, records.TopicRecord):
+            self._replay_topic(record)
+        elif isinstance(record, records.PartitionRecord):
+            self._replay_partition(record)
+        elif isinstance(record, records.PartitionChangeRecord):
+            self._replay_partition_change(record)
+        elif isinstance(record, records.ConfigRecord):
+            self._replay_config(record)
+        elif isinstance(record, records.RemoveTopicRecord):
+            self._replay_remove_topic(record)
+        elif isinstance(record, records.ProducerIdsRecord):
+            self._next_producer_id = int(record.next_producer_id)
+            self.producer_ids_changed = True
+        self.offset = max(self.offset, offset)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self._topics
+            or self.removed_topics
+            or self._broker_configs
+            or self._next_producer_id is not None
+        )
+
+    # Topics --------------------------------------------------------------------------
+
+    def _topic(self, topic_id: uuid.UUID) -> _TopicChange:
+        change = self._topics.get(topic_id)
+        if change is not None:
+            return change
+        existing = self.image.topics_by_id.get(topic_id)
+        if existing is None or topic_id in self.removed_topics:
+            raise DeltaError(f"a record names topic id {topic_id}, which does not exist")
+        change = _TopicChange(
+            existing.name, topic_id, dict(existing.partitions), dict(existing.configs)
+        )
+        self._topics[topic_id] = change
+        return change
+
+    def _topic_named(self, name: str) -> _TopicChange | None:
+        for change in self._topics.values():
+            if change.name == name:
+                return change
+        existing = self.image.topics.get(name)
+        if existing is None or existing.topic_id in self.removed_topics:
+            return None
+        return self._topic(existing.topic_id)
+
+    def _replay_topic(self, record: records.TopicRecord) -> None:
+        if self._topic_named(record.name) is not None:
+            raise DeltaError(f"TopicRecord for {record.name}, which exists already")
+        self._topics[record.topic_id] = _TopicChange(record.name, record.topic_id, {}, {})
+        self.created_topics.add(record.topic_id)
+
+    def _replay_partition(self, record: records.PartitionRecord) -> None:
+        change = self._topic(record.topic_id)
+        index = int(record.partition_id)
+        change.partitions[index] = images.PartitionImage(
+            index=index,
+            replicas=tuple(int(r) for r in record.replicas),
+            isr=tuple(int(r) for r in record.isr),
+            leader=int(record.leader),
+            leader_epoch=int(record.leader_epoch),
+            partition_epoch=int(record.partition_epoch),
+        )
+        self.changed_partitions.setdefault(record.topic_id, set()).add(index)
+
+    def _replay_partition_change(self, record: records.PartitionChangeRecord) -> None:
+        change = self._topic(record.topic_id)
+        index = int(record.partition_id)
+        current = change.partitions.get(index)
+        if current is None:
+            raise DeltaError(f"PartitionChangeRecord for missing partition {change.name}-{index}")
+        leader = current.leader if record.leader == -2 else int(record.leader)
+        isr = current.isr if record.isr is None else tuple(int(r) for r in record.isr)
+        change.partitions[index] = images.PartitionImage(
+            index=index,
+            replicas=current.replicas,
+            isr=isr,
+            leader=leader,
+            # Kafka bumps the leader epoch only when the leader changes.
+            leader_epoch=current.leader_epoch + (1 if leader != current.leader else 0),
+            partition_epoch=current.partition_epoch + 1,
+        )
+        self.changed_partitions.setdefault(record.topic_id, set()).add(index)
+
+    def _replay_remove_topic(self, record: records.RemoveTopicRecord) -> None:
+        if record.topic_id in self.created_topics:
+            # created and removed within one delta: as if it never was
+            self.created_topics.discard(record.topic_id)
+            self._topics.pop(record.topic_id, None)
+            self.changed_partitions.pop(record.topic_id, None)
+            self.changed_topic_configs.discard(record.topic_id)
+            return
+        existing = self.image.topics_by_id.get(record.topic_id)
+        if existing is None or record.topic_id in self.removed_topics:
+            raise DeltaError(f"RemoveTopicRecord for unknown topic id {record.topic_id}")
+        self.removed_topics[record.topic_id] = existing
+        self._topics.pop(record.topic_id, None)
+        self.changed_partitions.pop(record.topic_id, None)
+        self.changed_topic_configs.discard(record.topic_id)
+
+    # Configs -------------------------------------------------------------------------
+
+    def _replay_config(self, record: records.ConfigRecord) -> None:
+        if record.resource_type == records.TOPIC_RESOURCE:
+            change = self._topic_named(record.resource_name)
+            if change is None:
+                raise DeltaError(f"ConfigRecord for unknown topic {record.resource_name}")
+            _set_or_remove(change.configs, record.name, record.value)
+            self.changed_topic_configs.add(change.topic_id)
+        elif record.resource_type == records.BROKER_RESOURCE:
+            name = record.resource_name
+            layer = self._broker_configs.get(name)
+            if layer is None:
+                layer = self.image.dynamic_broker_configs(name)
+                self._broker_configs[name] = layer
+            _set_or_remove(layer, record.name, record.value)
+            self.changed_broker_configs.add(name)
+        else:
+            raise DeltaError(f"ConfigRecord for unknown resource type {record.resource_type}")
+
+    # Applying ------------------------------------------------------------------------
+
+    def apply(self) -> images.MetadataImage:
+        before = self.image
+        topics = dict(before.topics)
+        topics_by_id = dict(before.topics_by_id)
+        for topic_id, removed in self.removed_topics.items():
+            topics.pop(removed.name, None)
+            topics_by_id.pop(topic_id, None)
+        for topic_id, change in self._topics.items():
+            topic = images.TopicImage(
+                change.name, topic_id, change.partitions, dict(change.configs)
+            )
+            topics[change.name] = topic
+            topics_by_id[topic_id] = topic
+        broker_configs = dict(before.broker_configs)
+        for name, layer in self._broker_configs.items():
+            if layer:
+                broker_configs[name] = dict(layer)
+            else:
+                broker_configs.pop(name, None)
+        next_producer_id = before.next_producer_id
+        if self._next_producer_id is not None:
+            next_producer_id = self._next_producer_id
+        return images.MetadataImage(
+            cluster_id=before.cluster_id,
+            offset=max(before.offset, self.offset),
+            topics=topics,
+            topics_by_id=topics_by_id,
+            broker_configs=broker_configs,
+            next_producer_id=next_producer_id,
+        )
+
+
+def _set_or_remove(configs: dict[str, str], name: str, value: str | None) -> None:
+    if value is None:
+        configs.pop(name, None)
+    else:
+        configs[name] = value

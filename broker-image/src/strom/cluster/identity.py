@@ -1,0 +1,50 @@
+"""Which cluster and node a log directory belongs to: Kafka's ``meta.properties``.
+
+Written on first start; a later start with another ``node.id`` or ``cluster.id`` is
+refused, so a directory is never served by the wrong broker or joined to the wrong
+cluster.
+"""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from pathlib import Path
+
+from strom.cluster import topics
+from strom.config import loading
+from strom.storage import checkpoints
+
+META_PROPERTIES = "meta.properties"
+
+
+class InconsistentClusterIdError(topics.MetadataError):
+    pass
+
+
+def new_cluster_id() -> str:
+    """Kafka's format: a random UUID as 22 characters of URL-safe base64."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def ensure_identity(directory: Path, node_id: int, cluster_id: str | None) -> str:
+    """The cluster id of `directory` (written there if new); refuses a mismatch."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / META_PROPERTIES
+    stored = loading.parse_properties(path.read_text(), source=str(path)) if path.exists() else {}
+    stored_cluster = stored.get("cluster.id")
+    stored_node = stored.get("node.id")
+    if stored_node is not None and int(stored_node) != node_id:
+        raise InconsistentClusterIdError(
+            f"log directory {directory} belongs to node.id {stored_node}, not {node_id}"
+        )
+    if cluster_id and stored_cluster and cluster_id != stored_cluster:
+        raise InconsistentClusterIdError(
+            f"cluster.id {cluster_id} does not match {stored_cluster} stored in {path}"
+        )
+    effective = stored_cluster or cluster_id or new_cluster_id()
+    if not stored_cluster:
+        checkpoints.write_atomically(
+            path, f"version=1\ncluster.id={effective}\nnode.id={node_id}\n".encode()
+        )
+    return effective

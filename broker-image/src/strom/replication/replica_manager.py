@@ -1,0 +1,251 @@
+"""The replica manager: the partitions this broker hosts, and their logs' life cycle.
+
+It owns the partition map and the log manager. As a metadata publisher it opens the
+logs of partitions placed on this broker, deletes those of removed topics and hands
+logs their new config; the controller asks it to prepare a new topic's logs before the
+topic is committed (off the event loop, in bounded batches) and to remove them again if
+the commit fails. Its background tasks run retention, flushes and the log cleaner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from strom.cluster import config_cache, topics
+from strom.cluster import delta as deltas
+from strom.cluster import image as images
+from strom.records import batches
+from strom.replication import partition as partitions
+from strom.storage import cleaner, log_manager, partition_log
+
+log = logging.getLogger(__name__)
+
+PartitionKey = tuple[str, int]
+# Logs created per worker-thread call: the event loop serves requests in between.
+CREATE_BATCH = 500
+MAINTENANCE_INTERVAL_CAP_MS = 30_000
+# The partitions of a topic are read back in chunks of this size (coordinator loading).
+READ_CHUNK_BYTES = 8 * 1024 * 1024
+
+
+class ReplicaManager:
+    name = "replica manager"
+
+    def __init__(
+        self,
+        node_id: int,
+        log_dirs: Sequence[Path],
+        configs: config_cache.ConfigCache,
+        now_ms: Callable[[], int],
+        on_storage_error: Callable[[OSError], None] = lambda error: None,
+    ) -> None:
+        self.node_id = node_id
+        self.logs = log_manager.LogManager(log_dirs, now_ms=now_ms)
+        self._configs = configs
+        self._now_ms = now_ms
+        self._on_storage_error = on_storage_error
+        self._partitions: dict[PartitionKey, partitions.Partition] = {}
+
+    # Lookups ---------------------------------------------------------------------------
+
+    def partition(self, topic: str, index: int) -> partitions.Partition | None:
+        return self._partitions.get((topic, index))
+
+    def __iter__(self) -> Iterator[partitions.Partition]:
+        return iter(list(self._partitions.values()))
+
+    def __len__(self) -> int:
+        return len(self._partitions)
+
+    # Start-up --------------------------------------------------------------------------
+
+    def load(self, image: images.MetadataImage) -> None:
+        """Recover the logs found on disk and serve those the image places here."""
+        self.logs.load_all(self._configs.log_config)
+        for topic, state in image.partitions_of(self.node_id):
+            self._serve(topic, state)
+        hosted = set(self._partitions)
+        strays = [key for key, _ in self.logs if key not in hosted]
+        for topic_name, index in strays:
+            log.warning(
+                "%s-%d is on disk but not in the cluster metadata: not served", topic_name, index
+            )
+
+    def _serve(self, topic: images.TopicImage, state: images.PartitionImage) -> None:
+        key = (topic.name, state.index)
+        existing = self._partitions.get(key)
+        if existing is not None:
+            existing.become(state)
+            return
+        partition_log_ = self.logs.get_or_create(
+            topic.name, state.index, self._configs.log_config(topic.name)
+        )
+        self._partitions[key] = partitions.Partition(
+            topic.name, state.index, partition_log_, self.node_id, state, self._on_storage_error
+        )
+
+    # Metadata publisher ----------------------------------------------------------------
+
+    def publish(self, delta: deltas.MetadataDelta, image: images.MetadataImage) -> None:
+        for removed in delta.removed_topics.values():
+            self._remove_topic(removed)
+        for topic_id, indexes in delta.changed_partitions.items():
+            topic = image.topic_by_id(topic_id)
+            if topic is None:
+                continue
+            for index in sorted(indexes):
+                state = topic.partitions[index]
+                if self.node_id in state.replicas:
+                    self._serve(topic, state)
+                else:
+                    self._stop_serving(topic.name, index, delete=True)
+        if delta.changed_broker_configs:
+            for topic in image.topics.values():
+                self._apply_config(topic)
+        else:
+            for topic_id in delta.changed_topic_configs:
+                topic = image.topic_by_id(topic_id)
+                if topic is not None:
+                    self._apply_config(topic)
+
+    def _remove_topic(self, topic: images.TopicImage) -> None:
+        for index in topic.partitions:
+            self._stop_serving(topic.name, index, delete=True)
+
+    def _stop_serving(self, topic: str, index: int, *, delete: bool) -> None:
+        partition = self._partitions.pop((topic, index), None)
+        if partition is not None:
+            partition.close_waiters()
+        if delete:
+            self.logs.delete_partition(topic, index)
+
+    def _apply_config(self, topic: images.TopicImage) -> None:
+        config = self._configs.log_config(topic.name)
+        for index in topic.partitions:
+            partition = self._partitions.get((topic.name, index))
+            if partition is not None:
+                partition.update_config(config)
+
+    # New partitions (the controller's LogPreparer) -------------------------------------
+
+    async def prepare_logs(self, keys: Sequence[PartitionKey]) -> None:
+        """Create the logs of new partitions off the event loop, CREATE_BATCH at a time;
+        on a disk error remove what was created and raise StorageFailedError."""
+        created: list[PartitionKey] = []
+        try:
+            for start in range(0, len(keys), CREATE_BATCH):
+                chunk = keys[start : start + CREATE_BATCH]
+                await asyncio.to_thread(self._create_logs, chunk, created)
+        except OSError as error:
+            self._on_storage_error(error)
+            await self.abandon_logs(created)
+            where = f"{keys[0][0]}-{keys[0][1]}" if len(keys) == 1 else f"{len(keys)} partitions"
+            raise topics.StorageFailedError(
+                f"Cannot create the logs of {where}: {error.strerror or error}"
+            ) from error
+
+    def _create_logs(self, keys: Sequence[PartitionKey], created: list[PartitionKey]) -> None:
+        for topic, index in keys:
+            if self.logs.get(topic, index) is not None:
+                continue
+            self.logs.get_or_create(topic, index, self._configs.log_config(topic))
+            created.append((topic, index))
+
+    async def abandon_logs(self, keys: Sequence[PartitionKey]) -> None:
+        def remove() -> None:
+            for topic, index in keys:
+                if (topic, index) not in self._partitions:
+                    try:
+                        self.logs.delete_partition(topic, index)
+                    except OSError as error:
+                        log.warning("cannot remove the log of %s-%d: %s", topic, index, error)
+
+        await asyncio.to_thread(remove)
+
+    # Reading a whole partition (coordinator state) ---------------------------------------
+
+    def committed_chunks(self, topic: str, index: int) -> Iterator[bytes]:
+        """The whole batches of a partition up to its high watermark, in bounded chunks."""
+        partition = self._partitions.get((topic, index))
+        if partition is None:
+            return
+        offset = partition.log_start_offset
+        end = partition.high_watermark
+        while offset < end:
+            read = partition.log.read(offset, READ_CHUNK_BYTES, max_offset=end)
+            if read.total_bytes == 0:
+                break
+            data = read.read_into_bytes()
+            for header in batches.iter_batches(data):
+                offset = header.last_offset + 1
+            yield data
+
+    # Background work -------------------------------------------------------------------
+
+    async def run_maintenance(self) -> None:
+        """Time roll, retention, delayed deletes and due flushes, forever."""
+        while True:
+            interval = min(
+                self._configs.broker.log_retention_check_interval_ms, MAINTENANCE_INTERVAL_CAP_MS
+            )
+            await asyncio.sleep(interval / 1000)
+            try:
+                self.logs.run_maintenance(self._now_ms())
+            except Exception:
+                log.exception("log maintenance failed")
+
+    async def run_cleaner(self, on_pass: Callable[[int], None]) -> None:
+        """Compact the dirtiest compacted log, again and again; rest log.cleaner.backoff.ms
+        when none is due. The reading and writing run in a worker thread."""
+        while True:
+            try:
+                cleaned = await self._clean_dirtiest(on_pass)
+            except Exception:
+                log.exception("log cleaner pass failed")
+                cleaned = False
+            backoff_ms = self._configs.broker.get_int("log.cleaner.backoff.ms")
+            await asyncio.sleep(0 if cleaned else backoff_ms / 1000)
+
+    async def _clean_dirtiest(self, on_pass: Callable[[int], None]) -> bool:
+        now = self._now_ms()
+        chosen: tuple[partition_log.PartitionLog, cleaner.CleaningPlan] | None = None
+        for _, candidate in self.logs:
+            plan = candidate.plan_cleaning(now)
+            if plan is not None and (chosen is None or plan.dirty_ratio > chosen[1].dirty_ratio):
+                chosen = (candidate, plan)
+        if chosen is None:
+            return False
+        target, plan = chosen
+        throttle = cleaner.Throttle(
+            self._configs.broker.get_float("log.cleaner.io.max.bytes.per.second")
+        )
+        started = time.monotonic()
+        try:
+            groups = await asyncio.to_thread(cleaner.run_pass, plan, throttle)
+        except (cleaner.CleaningAborted, OSError, batches.RecordsError) as error:
+            log.warning("cleaning %s stopped: %s", plan.directory.name, error)
+            cleaner.discard_cleaned(plan.directory)
+            return False
+        swapped = [target.replace_segments(group) for group in groups]
+        if all(swapped):
+            cleaner.finish(plan, groups, target.config.delete_retention_ms)
+        removed = sum(g.records_removed for g in groups)
+        on_pass(removed)
+        log.info(
+            "cleaned %s up to offset %d in %.2fs: %d record(s) removed",
+            plan.directory.name,
+            plan.end_offset,
+            time.monotonic() - started,
+            removed,
+        )
+        return all(swapped)
+
+    def close(self) -> None:
+        for partition in self._partitions.values():
+            partition.close_waiters()
+        self._partitions.clear()
+        self.logs.close_all()

@@ -1,0 +1,149 @@
+"""What a request handler gets: the broker's parts it may use, and nothing else.
+
+Like uvicorn's ServerState: handlers read the metadata image, reach partitions through
+the replica manager, ask the controller for metadata changes and the coordinator for
+groups, and record metrics; they never see the Broker, its listeners or its logs.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from strom.clock import Clock
+from strom.cluster import config_cache, controller, loader, topics
+from strom.cluster import image as images
+from strom.config import broker as broker_config
+from strom.coordinator import groups as group_coordinator
+from strom.coordinator import producer_ids as producer_id_manager
+from strom.replication import partition as partitions
+from strom.replication import replica_manager
+from strom.server import metrics as broker_metrics
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    listener: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """Where one request came from."""
+
+    listener: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedTopic:
+    """A topic as a request named it (by name or by id), and what it is now."""
+
+    name: str | None  # as named, or as found by id
+    topic_id: uuid.UUID | None  # as named, or the topic's id when found by name
+    topic: images.TopicImage | None  # None: no such topic
+
+    @property
+    def missing_error_is_unknown_id(self) -> bool:
+        """A topic named by an id that does not exist: UNKNOWN_TOPIC_ID, not
+        UNKNOWN_TOPIC_OR_PARTITION."""
+        return self.topic is None and self.name is None and self.topic_id is not None
+
+
+class BrokerContext:
+    def __init__(
+        self,
+        *,
+        node_id: int,
+        metadata: loader.MetadataLoader,
+        configs: config_cache.ConfigCache,
+        replicas: replica_manager.ReplicaManager,
+        controller: controller.Controller,
+        groups: group_coordinator.GroupCoordinator,
+        producer_ids: producer_id_manager.ProducerIdManager,
+        metrics: broker_metrics.BrokerMetrics,
+        clock: Clock,
+        offsets_topic: OffsetsTopic,
+    ) -> None:
+        self.node_id = node_id
+        self._metadata = metadata
+        self.configs = configs
+        self.replicas = replicas
+        self.controller = controller
+        self.groups = groups
+        self.producer_ids = producer_ids
+        self.metrics = metrics
+        self.clock = clock
+        self.offsets_topic = offsets_topic
+        self.endpoints: list[Endpoint] = []
+
+    @property
+    def image(self) -> images.MetadataImage:
+        return self._metadata.image
+
+    @property
+    def config(self) -> broker_config.BrokerConfig:
+        return self.configs.broker
+
+    def partition(self, topic: str, index: int) -> partitions.Partition | None:
+        return self.replicas.partition(topic, index)
+
+    def endpoint_for(self, listener: str) -> Endpoint:
+        for endpoint in self.endpoints:
+            if endpoint.listener == listener:
+                return endpoint
+        return self.endpoints[0]
+
+    def resolve_topic(self, name: str | None, topic_id: uuid.UUID | None) -> ResolvedTopic:
+        """A topic named by id (when the id is set and not zero) or else by name."""
+        image = self.image
+        if topic_id is not None and topic_id != ZERO_UUID:
+            by_id = image.topic_by_id(topic_id)
+            return ResolvedTopic(by_id.name if by_id else None, topic_id, by_id)
+        if name is None:
+            return ResolvedTopic(None, None, None)
+        by_name = image.topics.get(name)
+        return ResolvedTopic(name, by_name.topic_id if by_name else None, by_name)
+
+
+class OffsetsTopic:
+    """`__consumer_offsets`, created on first use as Kafka does."""
+
+    def __init__(self, metadata: loader.MetadataLoader, control: controller.Controller) -> None:
+        self._metadata = metadata
+        self._controller = control
+        self._settings: tuple[int, int, int] = (50, 1, 100 * 1024 * 1024)
+
+    def configure(self, partitions: int, replication_factor: int, segment_bytes: int) -> None:
+        self._settings = (partitions, replication_factor, segment_bytes)
+
+    def partition_count(self) -> int | None:
+        topic = self._metadata.image.topics.get(topics.OFFSETS_TOPIC)
+        return None if topic is None else topic.partition_count
+
+    async def ensure(self) -> images.TopicImage:
+        """The topic, created if needed; raises topics.MetadataError if it cannot be."""
+        existing = self._metadata.image.topics.get(topics.OFFSETS_TOPIC)
+        if existing is not None:
+            return existing
+        partitions, replication_factor, segment_bytes = self._settings
+        (outcome,) = await self._controller.create_topics(
+            [
+                controller.NewTopic(
+                    topics.OFFSETS_TOPIC,
+                    partitions,
+                    replication_factor,
+                    configs={"cleanup.policy": "compact", "segment.bytes": str(segment_bytes)},
+                )
+            ]
+        )
+        created = self._metadata.image.topics.get(topics.OFFSETS_TOPIC)
+        if created is not None:
+            return created  # by this call, or by a concurrent one (TopicExistsError)
+        assert outcome.error is not None
+        if isinstance(outcome.error, topics.MetadataError):
+            raise outcome.error
+        raise topics.StorageFailedError(str(outcome.error))

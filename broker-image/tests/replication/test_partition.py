@@ -1,0 +1,198 @@
+"""The partition as the only door to a log: appends as leader, reads bounded by the high
+watermark, leader epochs fenced, min.insync.replicas and acks=all."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from strom.cluster import image as images
+from strom.records import batches, compression
+from strom.replication import partition as partitions
+from strom.storage import log_config, partition_log, validator
+
+NOW = 1_700_000_000_000
+RULES = validator.Rules(max_message_bytes=1_000_000, compacted=False, compression_type="producer")
+
+
+def batch(*values: bytes, key: bytes | None = b"k") -> bytearray:
+    return bytearray(batches.build_batch([(key, value, [], NOW) for value in values]))
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[partition_log.PartitionLog]:
+    opened = partition_log.PartitionLog.open(tmp_path / "t-0", log_config.LogConfig(), lambda: NOW)
+    yield opened
+    opened.close()
+
+
+def leader(
+    log: partition_log.PartitionLog, epoch: int = 3, isr: tuple[int, ...] = (1,)
+) -> partitions.Partition:
+    state = images.PartitionImage(
+        0, (1, 2, 3), isr, leader=1, leader_epoch=epoch, partition_epoch=0
+    )
+    return partitions.Partition("t", 0, log, 1, state)
+
+
+def append(
+    partition: partitions.Partition,
+    data: bytearray,
+    *,
+    acks: int = 1,
+    rules: validator.Rules = RULES,
+    min_isr: int = 1,
+    transactional: bool = False,
+) -> partitions.AppendOutcome:
+    return partition.append_as_leader(
+        data,
+        acks=acks,
+        rules=rules,
+        min_insync_replicas=min_isr,
+        transactional=transactional,
+        now_ms=NOW,
+    )
+
+
+def test_appends_assign_offsets_and_stamp_the_leader_epoch(log: partition_log.PartitionLog) -> None:
+    partition = leader(log, epoch=7)
+    first = append(partition, batch(b"a", b"b"))
+    second = append(partition, batch(b"c"))
+    assert (first.error, first.base_offset, first.last_offset, first.records) == (None, 0, 1, 2)
+    assert (second.base_offset, second.last_offset) == (2, 2)
+    assert partition.high_watermark == 3  # the ISR is the leader alone
+    read = partition.read(0, 1 << 20)
+    assert read.error is None and read.records is not None
+    data = partition_log.ReadResult(list(read.records.ranges), read.size).read_into_bytes()
+    headers = list(batches.iter_batches(data))
+    assert [h.partition_leader_epoch for h in headers] == [7, 7]
+
+
+def test_consumers_never_read_past_the_high_watermark(log: partition_log.PartitionLog) -> None:
+    partition = leader(log)
+    append(partition, batch(b"a"))
+    append(partition, batch(b"b"))
+    log.update_high_watermark(1)  # as if a follower had not caught up with offset 1
+    consumer = partition.read(0, 1 << 20)
+    assert consumer.high_watermark == 1 and consumer.size == len(batch(b"a"))
+    assert partition.read(1, 1 << 20).records is None  # at the high watermark: nothing yet
+    follower = partition.read(0, 1 << 20, replica_id=2)
+    assert follower.size == 2 * len(batch(b"a"))  # followers read to the log end
+
+
+def test_leader_epochs_are_fenced(log: partition_log.PartitionLog) -> None:
+    partition = leader(log, epoch=5)
+    append(partition, batch(b"a"))
+    assert (
+        partition.read(0, 100, current_leader_epoch=4).error
+        is partitions.ReadError.FENCED_LEADER_EPOCH
+    )
+    assert (
+        partition.read(0, 100, current_leader_epoch=6).error
+        is partitions.ReadError.UNKNOWN_LEADER_EPOCH
+    )
+    assert partition.read(0, 100, current_leader_epoch=5).error is None
+    assert partition.read(0, 100, current_leader_epoch=-1).error is None
+    assert (
+        partition.list_offset(partitions.LATEST, 4).error
+        is partitions.ReadError.FENCED_LEADER_EPOCH
+    )
+    listed = partition.list_offset(partitions.LATEST, 5)
+    assert (listed.offset, listed.leader_epoch) == (1, 5)
+
+
+def test_reads_outside_the_log_are_out_of_range(log: partition_log.PartitionLog) -> None:
+    partition = leader(log)
+    append(partition, batch(b"a"))
+    assert partition.read(5, 100).error is partitions.ReadError.OFFSET_OUT_OF_RANGE
+    assert partition.delete_records(5) == (partitions.ReadError.OFFSET_OUT_OF_RANGE, -1)
+    assert partition.delete_records(-1) == (None, 1)
+    assert partition.read(0, 100).error is partitions.ReadError.OFFSET_OUT_OF_RANGE
+
+
+def test_min_insync_replicas_refuses_acks_all_only(log: partition_log.PartitionLog) -> None:
+    partition = leader(log, isr=(1,))
+    refused = append(partition, batch(b"a"), acks=-1, min_isr=2)
+    assert refused.error is partitions.AppendError.NOT_ENOUGH_REPLICAS
+    assert "{1}" in (refused.message or "") and "min.isr requirement of 2" in (
+        refused.message or ""
+    )
+    assert append(partition, batch(b"a"), acks=1, min_isr=2).error is None
+    assert partition.log_end_offset == 1
+
+
+async def test_acks_all_completes_when_the_high_watermark_covers_the_batch(
+    log: partition_log.PartitionLog,
+) -> None:
+    partition = leader(log)
+    outcome = append(partition, batch(b"a", b"b"), acks=-1)
+    assert await partition.committed(outcome) is True
+    # A batch the high watermark has not reached yet waits for it.
+    log.update_high_watermark(0)
+    waiting = asyncio.ensure_future(partition._committed(1))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    append(partition, batch(b"c"))  # the leader-only ISR moves the high watermark on
+    assert await asyncio.wait_for(waiting, 1) is True
+    # A partition that goes away releases its waiters with False.
+    log.update_high_watermark(0)
+    gone = asyncio.ensure_future(partition._committed(2))
+    await asyncio.sleep(0)
+    partition.close_waiters()
+    assert await asyncio.wait_for(gone, 1) is False
+
+
+@pytest.mark.parametrize(
+    ("data", "rules", "transactional", "error"),
+    [
+        (bytearray(b"\x00" * 70), RULES, False, partitions.AppendError.CORRUPT_MESSAGE),
+        (
+            batch(b"x" * 2000),
+            validator.Rules(1000, False, "producer"),
+            False,
+            partitions.AppendError.MESSAGE_TOO_LARGE,
+        ),
+        (
+            batch(b"v", key=None),
+            validator.Rules(1_000_000, True, "producer"),
+            False,
+            partitions.AppendError.INVALID_RECORD,
+        ),
+        (batch(b"v"), RULES, True, partitions.AppendError.TRANSACTIONS_UNSUPPORTED),
+    ],
+    ids=["corrupt", "too-large", "compacted-without-key", "transactional"],
+)
+def test_invalid_batches_are_refused_and_nothing_is_appended(
+    log: partition_log.PartitionLog,
+    data: bytearray,
+    rules: validator.Rules,
+    transactional: bool,
+    error: partitions.AppendError,
+) -> None:
+    partition = leader(log)
+    outcome = append(partition, data, rules=rules, transactional=transactional)
+    assert outcome.error is error
+    assert partition.log_end_offset == 0
+
+
+def test_the_topic_codec_recompresses_the_batch(log: partition_log.PartitionLog) -> None:
+    partition = leader(log)
+    outcome = append(
+        partition, batch(b"a" * 500, b"b" * 500), rules=validator.Rules(1_000_000, False, "gzip")
+    )
+    assert outcome.error is None and outcome.records == 2
+    read = partition.read(0, 1 << 20)
+    assert read.records is not None
+    data = partition_log.ReadResult(list(read.records.ranges), read.size).read_into_bytes()
+    (header,) = batches.iter_batches(data)
+    assert header.compression == compression.GZIP
+
+
+def test_a_replica_that_is_not_the_leader_refuses_clients(log: partition_log.PartitionLog) -> None:
+    state = images.PartitionImage(0, (2, 1), (2, 1), leader=2, leader_epoch=1, partition_epoch=0)
+    follower = partitions.Partition("t", 0, log, 1, state)
+    assert append(follower, batch(b"a")).error is partitions.AppendError.NOT_LEADER
+    assert follower.read(0, 100).error is partitions.ReadError.NOT_LEADER
+    assert follower.list_offset(partitions.EARLIEST).error is partitions.ReadError.NOT_LEADER
