@@ -25,6 +25,9 @@ READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 20.0
 LOG_TAIL_CHARS = 6000
 
+# The settings of the broker shared by a test module (conftest's `strom` fixture).
+SHARED_BROKER_OVERRIDES: dict[str, str] = {}
+
 # Every StromProcess currently running, so conftest can attach their logs to failing tests.
 live: list[StromProcess] = []
 
