@@ -83,9 +83,13 @@ async def handle_fetch(broker: Broker, request: apis.Request, context: RequestCo
 def _resolve(broker: Broker, body: Any) -> list[_Wanted]:
     wanted = []
     for topic in body.topics:
-        topic_id = getattr(topic, "topic_id", None)
-        if topic_id is not None and topic_id != _ZERO_UUID:
-            stored = broker.metadata.topic_by_id(topic_id)
+        if not hasattr(topic, "topic"):
+            # v13+ names topics by id only, and kio reads the zero id as None. A zero id
+            # names no topic: answer UNKNOWN_TOPIC_ID under that same id, as Kafka does,
+            # rather than look for a name the request does not have (which dropped the
+            # connection). The answer must name each topic as the request did.
+            topic_id = topic.topic_id or _ZERO_UUID
+            stored = broker.metadata.topic_by_id(topic_id) if topic_id != _ZERO_UUID else None
             name = stored.name if stored else None
             key: tuple[str | None, uuid.UUID | None] = (name, topic_id)
         else:
