@@ -30,7 +30,9 @@ def strom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StromProcess]:
 
     Stopped with SIGTERM at the end of the module, which must exit 0.
     """
-    broker = StromProcess(tmp_path_factory.mktemp("strom"))
+    broker = StromProcess(
+        tmp_path_factory.mktemp("strom"), overrides=strom_process.SHARED_BROKER_OVERRIDES
+    )
     broker.start()
     try:
         yield broker

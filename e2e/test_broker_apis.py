@@ -174,7 +174,9 @@ def test_delete_records_moves_the_log_start_offset(
 
 
 def test_list_offsets_by_timestamp(broker: StromProcess, topic: str) -> None:
-    base = 1_700_000_000_000
+    # An hour ago, well inside this broker's retention (48 h): a fixed date years back
+    # would let a retention pass (every 30 s) delete the records before they are listed.
+    base = (int(time.time()) - 3600) * 1000
     produce(broker, topic, [b"a", b"b", b"c"], timestamps=[base, base + 1000, base + 2000])
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=None)
     try:

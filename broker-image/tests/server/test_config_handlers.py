@@ -4,75 +4,20 @@ leaves alone, what the open logs see at once, and what a restarted broker still 
 
 from __future__ import annotations
 
-import io
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.index import load_request_schema, load_response_schema
+from broker_calls import call, create_topic, new_broker
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
-from strom.cluster import controller
-from strom.config import broker as broker_config
 from strom.config import definitions
-from strom.protocol import apis, shaping
+from strom.protocol import apis
 from strom.server import broker as broker_module
-from strom.server import dispatch
 
 ConfigSource = definitions.ConfigSource
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CONFIGS = 33, 44, 32
-
-
-def new_broker(data: Path) -> broker_module.Broker:
-    return broker_module.Broker(
-        broker_config.BrokerConfig(
-            {"log.dirs": str(data), "listeners": "PLAINTEXT://127.0.0.1:0", "num.partitions": "2"}
-        )
-    )
-
-
-async def create_topic(
-    broker: broker_module.Broker, name: str, partitions: int, configs: dict[str, str]
-) -> None:
-    (outcome,) = await broker.controller.create_topics(
-        [controller.NewTopic(name, partitions, 1, configs=configs)]
-    )
-    assert outcome.error is None
-
-
-@pytest.fixture
-async def broker(tmp_path: Path) -> AsyncIterator[broker_module.Broker]:
-    server = new_broker(tmp_path)
-    await server.load()
-    await create_topic(server, "orders", 2, {})
-    yield server
-    server.close()
-
-
-async def call(
-    broker: broker_module.Broker, api_key: int, version: int, body: dict[str, Any]
-) -> Any:
-    """Encode as a client would, decode, dispatch, encode the answer, decode it again."""
-    request_type = load_request_schema(api_key, version)
-    header_type = request_type.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=api_key, request_api_version=version, correlation_id=3, client_id="t"
-        ),
-    )
-    entity_writer(request_type)(buffer, shaping.build(request_type, body))
-    request = apis.decode_request(memoryview(buffer.getvalue()))
-    response = await dispatch.Dispatcher(broker.context).dispatch(request, "PLAINTEXT", "127.0.0.1")
-    data = apis.joined(apis.encode_response(3, response))
-    response_type = load_response_schema(api_key, version)
-    _, header_size = entity_reader(response_type.__header_schema__)(data, 4)
-    body_read, _ = entity_reader(response_type)(data, 4 + header_size)
-    return body_read
 
 
 async def incremental(
@@ -317,7 +262,7 @@ async def test_cluster_default_applies_to_every_topic_without_an_override(
 
 
 async def test_a_restarted_broker_keeps_what_was_altered(tmp_path: Path) -> None:
-    first = new_broker(tmp_path)
+    first = new_broker(tmp_path, **{"num.partitions": "2"})
     await first.load()
     await create_topic(first, "orders", 1, {})
     await incremental(first, [(TOPIC, "orders", [("retention.ms", SET, "1234")])])
@@ -325,7 +270,7 @@ async def test_a_restarted_broker_keeps_what_was_altered(tmp_path: Path) -> None
     await incremental(first, [(BROKER, "1", [("message.max.bytes", SET, "5555")])])
     first.close()
 
-    second = new_broker(tmp_path)
+    second = new_broker(tmp_path, **{"num.partitions": "2"})
     try:
         await second.load()
         assert second.config.dynamic_cluster_defaults() == {"log.retention.bytes": "99999"}

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from broker_calls import loaded
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
-from strom.config import broker as broker_config
 from strom.protocol import shaping
 from strom.server import broker as broker_module
-from strom.server import connection, context, dispatch, flow_control
+from strom.server import connection, dispatch, flow_control
 
 
 class FakeTransport(asyncio.Transport):
@@ -86,12 +86,7 @@ def responses(data: bytes, api_key: int, version: int) -> list[tuple[int, Any]]:
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[broker_module.Broker]:
-    config = broker_config.BrokerConfig(
-        {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"}
-    )
-    server = broker_module.Broker(config)
-    await server.load()
-    server.context.endpoints.append(context.Endpoint("PLAINTEXT", "127.0.0.1", 9092))
+    server = await loaded(tmp_path)
     yield server
     server.close()
 

@@ -92,11 +92,15 @@ async def handle_fetch(
 def _resolve(broker: BrokerContext, body: Any) -> list[_Wanted]:
     wanted = []
     for topic in body.topics:
-        resolved = broker.resolve_topic(
-            getattr(topic, "topic", None), getattr(topic, "topic_id", None)
-        )
+        # v13+ names topics by id only, and kio reads the zero id as None. A zero id names
+        # no topic: answer UNKNOWN_TOPIC_ID under that same id, as Kafka does. The answer
+        # names each topic as the request did.
+        by_id = not hasattr(topic, "topic")
+        topic_id = (topic.topic_id or context.ZERO_UUID) if by_id else None
+        resolved = broker.resolve_topic(getattr(topic, "topic", None), topic_id)
         name = resolved.name if resolved.topic is not None else None
-        key = (resolved.name, resolved.topic_id)
+        key = (resolved.name, topic_id if by_id else resolved.topic_id)
+        unknown_id = by_id and resolved.topic is None
         for p in topic.partitions:
             index = int(p.partition)
             wanted.append(
@@ -108,7 +112,7 @@ def _resolve(broker: BrokerContext, body: Any) -> list[_Wanted]:
                     max_bytes=int(p.partition_max_bytes),
                     current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
                     partition=broker.partition(name, index) if name else None,
-                    unknown_id=resolved.missing_error_is_unknown_id,
+                    unknown_id=unknown_id,
                 )
             )
     return wanted

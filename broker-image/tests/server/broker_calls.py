@@ -1,0 +1,64 @@
+"""A loaded broker (metadata, logs, groups; no listeners) and a way to call it with
+requests encoded as a client would encode them. Imported by name: conftest puts this
+folder on sys.path (importlib mode, no __init__.py)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+from strom.cluster import controller
+from strom.config import broker as broker_config
+from strom.protocol import apis, shaping
+from strom.server import broker as broker_module
+from strom.server import context, dispatch
+
+
+def new_broker(data: Path, **settings: str) -> broker_module.Broker:
+    return broker_module.Broker(
+        broker_config.BrokerConfig(
+            {"log.dirs": str(data), "listeners": "PLAINTEXT://127.0.0.1:0", **settings}
+        )
+    )
+
+
+async def loaded(data: Path, **settings: str) -> broker_module.Broker:
+    broker = new_broker(data, **settings)
+    await broker.load()
+    broker.context.endpoints.append(context.Endpoint("PLAINTEXT", "127.0.0.1", 9092))
+    return broker
+
+
+async def create_topic(
+    broker: broker_module.Broker, name: str, partitions: int, configs: dict[str, str] | None = None
+) -> None:
+    (outcome,) = await broker.controller.create_topics(
+        [controller.NewTopic(name, partitions, 1, configs=configs or {})]
+    )
+    assert outcome.error is None, outcome.error
+
+
+async def call(
+    broker: broker_module.Broker, api_key: int, version: int, body: dict[str, Any]
+) -> Any:
+    """Encode as a client would, decode, dispatch, encode the answer, decode it again."""
+    request_type = load_request_schema(api_key, version)
+    header_type = request_type.__header_schema__
+    buffer = io.BytesIO()
+    entity_writer(header_type)(
+        buffer,
+        header_type(
+            request_api_key=api_key, request_api_version=version, correlation_id=3, client_id="t"
+        ),
+    )
+    entity_writer(request_type)(buffer, shaping.build(request_type, body))
+    request = apis.decode_request(memoryview(buffer.getvalue()))
+    response = await dispatch.Dispatcher(broker.context).dispatch(request, "PLAINTEXT", "127.0.0.1")
+    data = apis.joined(apis.encode_response(3, response))
+    response_type = load_response_schema(api_key, version)
+    _, header_size = entity_reader(response_type.__header_schema__)(data, 4)
+    body_read, _ = entity_reader(response_type)(data, 4 + header_size)
+    return body_read
