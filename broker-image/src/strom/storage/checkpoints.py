@@ -8,15 +8,20 @@ from pathlib import Path
 TEMPORARY_SUFFIX = ".tmp"
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` so a crash leaves either the old or the new content, never a mix."""
+def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` so a crash leaves either the old or the new content, never a mix.
+
+    ``durable=False``: no fsyncs, for files whose loss to a machine crash is harmless; a
+    process crash still leaves the old or the new content."""
     temporary = path.with_name(path.name + TEMPORARY_SUFFIX)
     with open(temporary, "wb") as file:
         file.write(data)
         file.flush()
-        os.fsync(file.fileno())
+        if durable:
+            os.fsync(file.fileno())
     os.replace(temporary, path)
-    fsync_path(path.parent)
+    if durable:
+        fsync_path(path.parent)
 
 
 def fsync_path(path: Path) -> None:

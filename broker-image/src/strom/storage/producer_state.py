@@ -202,8 +202,11 @@ class ProducerStateManager:
                 offsets.append(int(stem))
         return sorted(offsets)
 
-    def write_snapshot(self, offset: int) -> None:
-        """Persist the state covering every batch below ``offset``; keeps the newest few."""
+    def write_snapshot(self, offset: int, *, durable: bool = True) -> None:
+        """Persist the state covering every batch below ``offset``; keeps the newest few.
+
+        ``durable=False`` skips the fsyncs: a snapshot lost or torn by a machine crash is
+        ignored on load, which then starts from an older one."""
         document = {
             "version": _SNAPSHOT_VERSION,
             "offset": offset,
@@ -218,7 +221,7 @@ class ProducerStateManager:
             ],
         }
         checkpoints.write_atomically(
-            self.directory / snapshot_name(offset), json.dumps(document).encode()
+            self.directory / snapshot_name(offset), json.dumps(document).encode(), durable=durable
         )
         for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
             (self.directory / snapshot_name(old)).unlink(missing_ok=True)
