@@ -208,8 +208,9 @@ class PartitionLog:
             checkpointed_start = dir_offsets.log_start_offset
             if checkpointed_start is None:
                 checkpointed_start = legacy_offset(LOG_START_OFFSET_FILE)
-            recovery_point = dir_offsets.recovery_point
-            if recovery_point is None:
+            if dir_offsets.recovery_point is not None:
+                recovery_point = dir_offsets.recovery_point
+            else:
                 recovery_point = legacy_offset(RECOVERY_POINT_FILE) or 0
             checkpointed_high_watermark = dir_offsets.high_watermark
             if checkpointed_high_watermark is None:
