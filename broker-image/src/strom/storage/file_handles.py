@@ -95,15 +95,12 @@ class HandleCache:
             handle.close()
 
     def close_all(self) -> None:
-        """Close every handle the cache holds (shutdown)."""
+        """Let go of every handle (shutdown): each closes now unless a reader still holds it."""
         with self._lock:
             entries = list(self._open)
             self._open.clear()
             for entry in entries:
-                handle = entry._handle
                 entry._handle = None
-                if handle is not None:
-                    handle.close()
 
 
 class CachedFile:

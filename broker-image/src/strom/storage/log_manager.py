@@ -111,6 +111,8 @@ class LogManager:
     def _load_dir(self, log_dir: Path, config_for_topic: Callable[[str], LogConfig]) -> None:
         marker = log_dir / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
+        for name in (*CHECKPOINT_FILES, CLEAN_SHUTDOWN_FILE):  # writes a crash interrupted
+            (log_dir / (name + checkpoints.TEMPORARY_SUFFIX)).unlink(missing_ok=True)
         read: dict[str, _Offsets] = {}
         for name in CHECKPOINT_FILES:
             offsets = checkpoints.read_partition_offsets(log_dir / name)
