@@ -128,8 +128,9 @@ class LogManager:
         high_watermarks = read[checkpoints.HIGH_WATERMARK_CHECKPOINT]
         changed = self._changed_callback(log_dir)
         with os.scandir(log_dir) as entries:
-            paths = sorted(Path(entry.path) for entry in entries if entry.is_dir())
-        for path in paths:
+            names = sorted(entry.name for entry in entries if entry.is_dir())
+        for name in names:
+            path = log_dir / name
             if path.name.endswith((partition_log.DELETE_DIR_SUFFIX, CREATING_DIR_SUFFIX)):
                 logger.info("removing %s, left by an interrupted deletion or creation", path)
                 shutil.rmtree(path, ignore_errors=True)

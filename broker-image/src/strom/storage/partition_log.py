@@ -186,9 +186,12 @@ class PartitionLog:
         ``handles``: the cache its files are opened through (default: the process-wide one).
         ``dir_offsets``: given by a LogManager, see the module docstring.
         """
-        directory.mkdir(parents=True, exist_ok=True)
         now = now_ms()
-        names = set(os.listdir(directory))
+        try:
+            names = set(os.listdir(directory))
+        except FileNotFoundError:
+            directory.mkdir(parents=True)
+            names = set()
         if any(name.endswith((cleaner.CLEANED_SUFFIX, cleaner.SWAP_SUFFIX)) for name in names):
             cleaner.remove_unfinished(directory)
             names = set(os.listdir(directory))
@@ -198,6 +201,7 @@ class PartitionLog:
         def legacy_offset(file: str) -> int | None:
             return checkpoints.read_offset(directory / file) if file in names else None
 
+        known_end: int | None = None  # the log end offset, when a clean shutdown recorded it
         if dir_offsets is None:
             clean_shutdown = legacy_clean
             checkpointed_start = legacy_offset(LOG_START_OFFSET_FILE)
@@ -210,6 +214,9 @@ class PartitionLog:
                 checkpointed_start = legacy_offset(LOG_START_OFFSET_FILE)
             if dir_offsets.recovery_point is not None:
                 recovery_point = dir_offsets.recovery_point
+                if dir_offsets.clean_shutdown:
+                    # A clean close flushes everything before writing the checkpoint.
+                    known_end = recovery_point
             else:
                 recovery_point = legacy_offset(RECOVERY_POINT_FILE) or 0
             checkpointed_high_watermark = dir_offsets.high_watermark
@@ -219,9 +226,12 @@ class PartitionLog:
         segments: list[segment.LogSegment] = []
         indexes_ok: list[bool] = []
         bases = _segment_base_offsets(directory, names)
+        if known_end is not None and bases and known_end < bases[-1]:
+            known_end = None  # does not fit the files: find the end from them
         for position, base_offset in enumerate(bases):
-            # A clean log reads only the active segment's indexes now, the others on use.
-            lazy = clean_shutdown and position < len(bases) - 1
+            # A clean log reads only the active segment's indexes now (none of them when its
+            # end offset is known), the others on first use.
+            lazy = clean_shutdown and (position < len(bases) - 1 or known_end is not None)
             loaded, ok = segment.LogSegment.open(
                 directory, base_offset, config, now, handles, lazy=lazy
             )
@@ -235,6 +245,11 @@ class PartitionLog:
 
         if clean_shutdown:
             _recover_segments(segments, [not ok for ok in indexes_ok])
+            if known_end is not None and bases:
+                try:
+                    segments[-1].assume_next_offset(known_end)
+                except ValueError:
+                    logger.warning("%s: checkpointed end does not fit; reading it", directory)
             if segments[-1].next_offset is None and not segments[-1].load_tail():
                 _recover_segments(segments, [s is segments[-1] for s in segments])
         else:
@@ -268,7 +283,7 @@ class PartitionLog:
             log._changed = dir_offsets.changed
             log._legacy_files = [name for name in LEGACY_CHECKPOINT_FILES if name in names]
         log._load_leader_epochs()
-        log._rebuild_producer_state()
+        log._rebuild_producer_state(names)
         log.update_high_watermark(checkpointed_high_watermark or 0)
         # From here on a crash must lead to recovery. (A managed log's clean mark is the log
         # directory's, which the LogManager removes once every log is open.)
@@ -307,9 +322,10 @@ class PartitionLog:
         cache.truncate_from_start(self._log_start_offset)
         self._leader_epochs = cache
 
-    def _rebuild_producer_state(self) -> None:
-        covered = self._producers.load_latest_snapshot(self._log_end_offset)
-        self._producers.replay(self._iter_headers_from(covered))
+    def _rebuild_producer_state(self, names: set[str] | None = None) -> None:
+        covered = self._producers.load_latest_snapshot(self._log_end_offset, names)
+        if covered < self._log_end_offset:
+            self._producers.replay(self._iter_headers_from(covered))
         self._snapshot_covers = covered
 
     # -- properties ------------------------------------------------------------------------

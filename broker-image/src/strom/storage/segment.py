@@ -252,7 +252,30 @@ class LogSegment:
             return
         if not self._read_indexes():
             logger.warning("%s: indexes failed their checks; rebuilding them", self.log_path)
-            self.recover()
+            self._rebuild_indexes()
+
+    def _rebuild_indexes(self) -> None:
+        """Index the batches from their headers, changing nothing in the log itself (the
+        segment was checked when its log was opened; here only its indexes are bad)."""
+        self._set_empty_indexes()
+        assert self._offset_index is not None and self._time_index is not None
+        self._max_timestamp = batches.NO_TIMESTAMP
+        self._offset_of_max_timestamp = self.base_offset
+        self._bytes_since_index_entry = 0
+        for position, header in self.iter_headers(0):
+            self._account_batch(
+                position, header.size, header.base_offset, header.last_offset, header.max_timestamp
+            )
+        self._write_final_time_index_entry()
+        self._offset_index.write_all()
+        self._time_index.write_all()
+
+    def assume_next_offset(self, next_offset: int) -> None:
+        """The offset after the last batch, known from elsewhere (a clean shutdown's recovery
+        point), so opening the active segment need not read its index or its tail."""
+        if self.size == 0 and next_offset != self.base_offset:
+            raise ValueError(f"{self.log_path} is empty but should end at {next_offset}")
+        self.next_offset = next_offset
 
     @property
     def indexes_loaded(self) -> bool:
