@@ -84,12 +84,23 @@ class AppendResult:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FileRange:
-    """Bytes of one segment file to send. ``file`` stays open as long as this range holds it,
-    even if the handle cache evicts it or the segment is deleted meanwhile."""
+    """Bytes of one segment file to send.
 
-    file: BinaryIO
+    A range holds no descriptor: ``file`` is the segment file's handle from the handle
+    cache, reopened by path if it was evicted (the path follows a rename to ``.deleted``).
+    So a fetch response with ranges of 3,000 partitions does not need 3,000 descriptors
+    until it is sent. Whoever takes ``file`` and keeps the object (``loop.sendfile`` holds
+    it as an argument until done) keeps that descriptor valid even if the cache evicts it
+    meanwhile: eviction only drops the cache's reference. Take it right before use.
+    """
+
+    source: file_handles.CachedFile
     position: int
     length: int
+
+    @property
+    def file(self) -> BinaryIO:
+        return self.source.get()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,7 +112,8 @@ class ReadResult:
         """The ranges' bytes, for when sendfile cannot be used."""
         chunks = []
         for file_range in self.ranges:
-            fd = file_range.file.fileno()
+            file = file_range.file  # held while reading: eviction cannot close it
+            fd = file.fileno()
             position = file_range.position
             remaining = file_range.length
             while remaining > 0:
@@ -538,7 +550,7 @@ class PartitionLog:
                 start_offset, max_offset, max_bytes - total, min_one_batch and total == 0
             )
             if length > 0:
-                ranges.append(FileRange(each.read_file, position, length))
+                ranges.append(FileRange(each.log_file, position, length))
                 total += length
             if stopped:
                 break

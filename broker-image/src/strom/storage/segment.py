@@ -322,6 +322,11 @@ class LogSegment:
         return self._log_file.path
 
     @property
+    def log_file(self) -> file_handles.CachedFile:
+        """The log file as the handle cache keeps it (what read ranges refer to)."""
+        return self._log_file
+
+    @property
     def read_file(self) -> BinaryIO:
         """The log file for reading (open until the last holder drops it, see file_handles)."""
         return self._log_file.get()
