@@ -1,8 +1,9 @@
 """One log segment: ``<baseOffset>.log`` holding batches verbatim, plus its two indexes.
 
-Only the partition's last (active) segment is appended to. Every segment keeps a read-only
-handle open for the fetch path; it survives renames, so a segment scheduled for deletion
-can still serve ranges already handed out.
+Only the partition's last (active) segment is appended to. A segment holds no descriptor of
+its own: its files are opened on use through the log manager's ``file_handles.HandleCache``
+and reopened by path after eviction (the path follows the rename to ``*.deleted``, so a
+segment scheduled for deletion still serves ranges already handed out).
 """
 
 from __future__ import annotations
