@@ -48,8 +48,35 @@ def test_a_handle_in_use_survives_eviction_and_closes_when_let_go(tmp_path) -> N
     assert os.pread(held.fileno(), 100, 0) == b"response bytes"
     gone = weakref.ref(held)
     del held
+    churn(cache, tmp_path, file_handles.EVICTED_KEPT)
     gc.collect()
     assert gone() is None
+
+
+def churn(cache: file_handles.HandleCache, directory, evictions: int) -> None:
+    """Open files until ``evictions`` more evictions have happened."""
+    target = cache.evictions + evictions
+    number = 0
+    while cache.evictions < target:
+        path = directory / f"churn-{number}"
+        path.write_bytes(b"")
+        cache.file(path, "rb").get()
+        number += 1
+
+
+def test_an_evicted_descriptor_stays_valid_for_a_while_even_unheld(tmp_path) -> None:
+    """A caller that took the number and dropped the object (fileno() then pread) does not
+    read another file's bytes if a thread evicts in between: the number is not reused
+    until EVICTED_KEPT more evictions; then the file closes and the count is bounded."""
+    cache = file_handles.HandleCache(max_open=1)
+    (tmp_path / "a").write_bytes(b"bytes of a")
+    fd = cache.file(tmp_path / "a", "rb").get().fileno()
+    churn(cache, tmp_path, file_handles.EVICTED_KEPT - 1)
+    assert os.pread(fd, 100, 0) == b"bytes of a"
+    descriptors = len(os.listdir("/proc/self/fd"))
+    churn(cache, tmp_path, 100)
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) <= descriptors + 1
 
 
 def test_fetch_ranges_outlive_eviction_across_many_logs(tmp_path, clock, harness) -> None:
@@ -79,6 +106,7 @@ def test_fetch_ranges_outlive_eviction_across_many_logs(tmp_path, clock, harness
     assert [r.value for r in harness.decoded(results[-1])] == [b"19-0", b"19-1", b"19-2"]
     gone = weakref.ref(held)
     del held, results, result
+    churn(manager.handles, tmp_path, file_handles.EVICTED_KEPT)
     gc.collect()
     assert gone() is None
 

@@ -12,6 +12,14 @@ reference, and the descriptor is closed when the last holder lets go of the obje
 responses in flight come on top, so keep ``max_open`` well under the process limit
 (``default_max_open`` takes half of it).
 
+Whoever uses a descriptor must hold the file object while doing so (``file.fileno()`` then
+``os.pread`` on the int, with the object dropped in between, relies on the cache still
+holding it). As a guard for callers that do not, and since worker threads (the cleaner,
+``create_many``) use the cache too, the last ``EVICTED_KEPT`` evicted handles stay open a
+little longer: an evicted descriptor is not closed, and its number not reused, until that
+many further evictions have happened. So at most ``max_open + EVICTED_KEPT`` files are
+open, plus those held by readers.
+
 Thread-safe: a worker thread creating partitions (``LogManager.create_many``) and the
 event loop may use one cache at once.
 """
@@ -28,6 +36,7 @@ from typing import BinaryIO
 # With no RLIMIT_NOFILE (infinity) or a huge one, more open files buy nothing measurable.
 _MAX_DEFAULT = 65_536
 _MIN_OPEN = 8
+EVICTED_KEPT = 32
 
 
 def default_max_open() -> int:
@@ -56,6 +65,7 @@ class HandleCache:
         self.max_open = limit
         self._open: collections.OrderedDict[CachedFile, None] = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._recently_evicted: collections.deque[BinaryIO] = collections.deque(maxlen=EVICTED_KEPT)
         self.opens = 0  # files opened, first time or after eviction
         self.evictions = 0
 
@@ -79,7 +89,10 @@ class HandleCache:
             self._open[entry] = None
             while len(self._open) > self.max_open:
                 evicted, _ = self._open.popitem(last=False)
-                # Dropping the reference closes the file unless a reader still holds it.
+                # Dropping the last reference (EVICTED_KEPT evictions later) closes the
+                # file unless a reader still holds it.
+                if evicted._handle is not None:
+                    self._recently_evicted.append(evicted._handle)
                 evicted._handle = None
                 self.evictions += 1
             return handle
@@ -99,6 +112,7 @@ class HandleCache:
         with self._lock:
             entries = list(self._open)
             self._open.clear()
+            self._recently_evicted.clear()
             for entry in entries:
                 entry._handle = None
 
