@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -146,6 +147,22 @@ class Broker:
             self.groups.kill(self.proc)
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
+    def stop_gracefully(self, timeout_s: float) -> float:
+        """SIGTERM the broker and wait for it to exit: the seconds that took (its graceful
+        shutdown). BrokerFailed if it is still running after `timeout_s` (then killed) or
+        exits with an error."""
+        proc = self.process
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        rc = self.groups.wait(proc, timeout_s)
+        elapsed = time.monotonic() - started
+        if rc is None:
+            raise BrokerFailed(f"{self.kind} broker did not exit within {timeout_s:.0f}s")
+        if rc not in (0, 128 + signal.SIGTERM, -signal.SIGTERM):
+            raise BrokerFailed(f"{self.kind} broker exited with {rc} on SIGTERM")
+        self.proc = None
+        return elapsed
+
     def log_excerpt(self) -> str:
         return f"--- {self.log_path} ---\n{process_groups.log_tail(self.log_path)}"
 
@@ -214,7 +231,8 @@ class KafkaBroker(Broker):
     def start(self) -> None:
         """Start from a formatted log dir (see format_kafka_storage)."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(self.formatted_template, self.data_dir)
+        if not self.data_dir.exists():  # a restart keeps its data
+            shutil.copytree(self.formatted_template, self.data_dir)
         config = self.work_dir / "server.properties"
         config.write_text(properties_text(self.properties))
         argv = java_tools.java_argv(KAFKA_MAIN, [str(config)], KAFKA_JVM_OPTIONS)

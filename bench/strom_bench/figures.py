@@ -57,6 +57,8 @@ SPECS: tuple[FigureSpec, ...] = (
     FigureSpec("M1-idle", "MiB", LOWER, "resident memory, just started, no topics", _M1),
     FigureSpec("M1-P1", "MiB", LOWER, "peak resident memory during P1", _M1),
     FigureSpec("M1-1000p", "MiB", LOWER, "after the workloads, + 1,000-partition topic", _M1),
+    FigureSpec("S1-stop-10k", "s", LOWER, "SIGTERM to exit, 10,000 partitions, some written"),
+    FigureSpec("S1-start-10k", "s", LOWER, "start to ready again on those 10,000 partitions"),
 )  # fmt: skip
 SPECS_BY_ID = {spec.id: spec for spec in SPECS}
 

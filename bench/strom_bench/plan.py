@@ -25,6 +25,9 @@ class Plan:
     l1_record_size: int
     l1_acks: str
     m1_partitions: int
+    s1_partitions: int  # S1: the topic whose broker is stopped and started again
+    s1_rounds: int  # S1 runs in the first s1_rounds rounds only (0: not at all)
+    s1_records: int  # produced to the S1 topic before the stop, spread over its partitions
     segment_bytes: int
     tool_timeout_s: float
 
@@ -47,6 +50,8 @@ _COMMON: dict[str, Any] = {
     "l1_record_size": KIB,
     "l1_acks": "1",
     "m1_partitions": 1000,
+    "s1_partitions": 10_000,
+    "s1_records": 20_000,
     "segment_bytes": GIB,
 }
 
@@ -59,6 +64,7 @@ QUICK = Plan(
     l1_duration_s=3.5,
     l1_warmup_s=1.5,
     tool_timeout_s=120.0,
+    s1_rounds=0,  # 10,000 partitions on Kafka do not fit the quick budget
     **_COMMON,
 )
 
@@ -71,6 +77,7 @@ FULL = Plan(
     l1_duration_s=30.0,
     l1_warmup_s=5.0,
     tool_timeout_s=900.0,
+    s1_rounds=3,
     **_COMMON,
 )
 
@@ -84,6 +91,7 @@ PROFILE = Plan(
     l1_duration_s=0.0,
     l1_warmup_s=0.0,
     tool_timeout_s=600.0,
+    s1_rounds=0,
     **_COMMON,
 )
 

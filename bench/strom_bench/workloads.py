@@ -3,6 +3,10 @@
 In order: M1-idle (just started, no topics), P1 with 1 KiB then 100 B records (M1-P1 is the
 peak sampled throughout), C1 reading back everything P1-1KiB wrote, L1, and last M1-1000p
 (a 1,000-partition topic added, so its idle partitions cannot disturb the other workloads).
+Then, in the plan's first ``s1_rounds`` rounds, S1 on a broker of its own: a 10,000-partition
+topic with a few records spread over it, SIGTERM timed to exit (S1-stop), then a start
+timed to ready (S1-start): /readyz answering 200 for Strom, an admin client seeing the node
+for Kafka, as ``wait_ready`` does.
 A failed workload is recorded and leaves its figures out of this round; a dead broker ends
 the turn.
 """
@@ -22,7 +26,14 @@ P1_1KIB_TOPIC = "p1-1kib"
 P1_100B_TOPIC = "p1-100b"
 L1_TOPIC = "l1"
 M1_TOPIC = "m1-partitions"
+S1_TOPIC = "s1-partitions"
+# Kafka's controller refuses more than 10,000 records per admin request (a topic is one
+# record plus one per partition), so S1's partitions come as topics of at most this many,
+# created one request each.
+S1_PARTITIONS_PER_TOPIC = 5_000
 ADMIN_TIMEOUT_S = 120.0
+S1_ADMIN_TIMEOUT_S = 600.0  # creating 10,000 partitions
+S1_STOP_TIMEOUT_S = 300.0
 
 
 def progress(message: str) -> None:
@@ -46,8 +57,8 @@ class Turn:
     def label(self) -> str:
         return f"[round {self.round_no}/{self.plan.rounds} {self.kind}]"
 
-    def new_broker(self) -> brokers.Broker:
-        work_dir = self.run_dir / f"round{self.round_no}-{self.kind}"
+    def new_broker(self, workload: str = "") -> brokers.Broker:
+        work_dir = self.run_dir / f"round{self.round_no}-{self.kind}{workload}"
         if self.kind == brokers.STROM:
             return brokers.StromBroker(self.groups, work_dir, self.plan.segment_bytes)
         assert self.kafka_template is not None
@@ -78,7 +89,52 @@ def run_turn(turn: Turn) -> Turn:
         progress(f"{turn.label} broker FAILED: {str(e).splitlines()[0]}")
     finally:
         broker.stop()
+    if turn.round_no <= turn.plan.s1_rounds:
+        run_s1(turn)
     return turn
+
+
+def s1_topics(partitions: int) -> list[tuple[str, int]]:
+    """(name, partitions) of S1's topics: ``partitions`` in all."""
+    topics = []
+    for number, start in enumerate(range(0, partitions, S1_PARTITIONS_PER_TOPIC)):
+        count = min(S1_PARTITIONS_PER_TOPIC, partitions - start)
+        topics.append((f"{S1_TOPIC}-{number}", count))
+    return topics
+
+
+def run_s1(turn: Turn) -> None:
+    """S1 on a fresh broker: stop and start again with many partitions (see the module)."""
+    plan = turn.plan
+    broker = turn.new_broker("-s1")
+    tools = java_tools.JavaTools(turn.groups, broker.work_dir / "tools")
+    try:
+        broker.start()
+        broker.wait_ready(tools)
+        topics = s1_topics(plan.s1_partitions)
+        for topic in topics:  # one request each: Kafka's limit is per request
+            tools.create_topics(broker.bootstrap, [topic], S1_ADMIN_TIMEOUT_S, broker.process)
+        tools.produce(
+            broker.bootstrap,
+            topics[0][0],
+            records=plan.s1_records,
+            warmup_records=0,
+            record_size=100,
+            producer_properties=("acks=1", "linger.ms=5"),
+            timeout_s=plan.tool_timeout_s,
+            broker=broker.process,
+        )
+        turn.record("S1-stop-10k", broker.stop_gracefully(S1_STOP_TIMEOUT_S), "s")
+        broker.log_path = broker.work_dir / "broker-restart.log"
+        started = time.monotonic()
+        broker.start()
+        broker.wait_ready(tools)
+        turn.record("S1-start-10k", time.monotonic() - started, "s")
+    except (brokers.BrokerFailed, process_groups.BrokerExited, java_tools.ToolFailed) as e:
+        turn.errors.append(f"{turn.label} S1: {e}\n{broker.log_excerpt()}")
+        progress(f"{turn.label} S1 FAILED: {str(e).splitlines()[0]}")
+    finally:
+        broker.stop()
 
 
 def _run_workloads(turn: Turn, broker: brokers.Broker, tools: java_tools.JavaTools) -> None:

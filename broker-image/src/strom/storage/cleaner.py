@@ -203,8 +203,11 @@ def _iter_batches(
 ) -> Iterator[tuple[batches.BatchHeader, bytes]]:
     """Every batch of a (no longer appended) segment with its bytes, read in large chunks."""
     try:
-        fd = owner.read_file.fileno()
-    except ValueError as error:  # closed: the log was deleted or closed meanwhile
+        # Held for the whole pass (this runs in a worker thread): the handle cache may evict
+        # the file meanwhile, and only a reference keeps the descriptor valid.
+        file = owner.read_file
+        fd = file.fileno()
+    except (ValueError, OSError) as error:  # the log was deleted or closed meanwhile
         raise CleaningAborted(f"{owner.log_path} was closed") from error
     end = owner.size
     position = start_position

@@ -1,7 +1,10 @@
 """Sparse per-segment indexes: ``.index`` (offset -> file position) and ``.timeindex``.
 
 Entries are kept in memory (``array``) and appended to the file as they are made, so a crash
-of the process loses nothing the kernel has. Files are big-endian like Kafka's:
+of the process loses nothing the kernel has. A file is created with its first entry: a
+missing file is an empty index (new segments get no index files until they need them), and
+the append handle comes from the log manager's ``file_handles.HandleCache``. Files are
+big-endian like Kafka's:
 
 - ``.index``: relative offset int32 + file position int32. The offset is the base offset of
   the batch starting at that position. An entry is made at most every index.interval.bytes.
@@ -14,15 +17,16 @@ An index that fails its sanity check on load is rebuilt from the log by the call
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import struct
 from array import array
 from bisect import bisect_right
 from pathlib import Path
-from typing import BinaryIO, ClassVar
+from typing import ClassVar
 
-from strom.storage import checkpoints
+from strom.storage import checkpoints, file_handles
 
 logger = logging.getLogger(__name__)
 
@@ -33,16 +37,30 @@ class _SparseIndex:
     ENTRY: ClassVar[struct.Struct]
     KEY_TYPECODE: ClassVar[str]
 
-    def __init__(self, path: Path, base_offset: int, max_index_bytes: int) -> None:
-        self.path = path
+    def __init__(
+        self,
+        path: Path,
+        base_offset: int,
+        max_index_bytes: int,
+        handles: file_handles.HandleCache | None = None,
+    ) -> None:
+        self._file = (handles or file_handles.default_cache()).file(path, "ab")
         self.base_offset = base_offset
         self.max_entries = max_index_bytes // self.ENTRY.size
         self._keys = array(self.KEY_TYPECODE)
         self._values = array("i")
-        self._file: BinaryIO | None = None
+        self._unsynced = False  # entries written since the last fsync
         # After a failed write the file stops being updated; it holds a valid prefix or a
         # torn entry, either of which the next load copes with.
         self._file_failed = False
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @path.setter
+    def path(self, path: Path) -> None:
+        self._file.path = path
 
     @property
     def entry_count(self) -> int:
@@ -53,11 +71,11 @@ class _SparseIndex:
         return len(self._keys) >= self.max_entries
 
     def _load_entries(self) -> bool:
-        """Read the file; False if it is missing or not a whole number of entries."""
+        """Read the file (missing: no entries); False if not a whole number of entries."""
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            return False
+            return True
         if len(data) % self.ENTRY.size:
             return False
         for key, value in self.ENTRY.iter_unpack(data):
@@ -75,9 +93,8 @@ class _SparseIndex:
         if self._file_failed:
             return
         try:
-            if self._file is None:
-                self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115
-            self._file.write(self.ENTRY.pack(key, value))
+            self._file.get().write(self.ENTRY.pack(key, value))
+            self._unsynced = True
         except OSError:
             logger.exception("cannot write index %s; it will be rebuilt on next load", self.path)
             self._file_failed = True
@@ -91,25 +108,32 @@ class _SparseIndex:
         self._keep_first(0)
 
     def write_all(self) -> None:
-        """Replace the file with the entries in memory (after a rebuild or truncation)."""
+        """Replace the file with the entries in memory (after a rebuild or truncation); with
+        no entries the file is removed, which reads back as an empty index."""
         self.close()
+        self._file_failed = False
+        if not self._keys:
+            self.path.unlink(missing_ok=True)
+            return
         data = b"".join(
             self.ENTRY.pack(key, value) for key, value in zip(self._keys, self._values, strict=True)
         )
         self.path.write_bytes(data)
-        self._file_failed = False
+        self._unsynced = True
 
     def flush(self) -> None:
-        if self._file is not None:
-            os.fsync(self._file.fileno())
-        elif self.path.exists():
-            checkpoints.fsync_path(self.path)
+        if not self._unsynced:
+            return
+        self._unsynced = False
+        if self._file.is_open:
+            os.fsync(self._file.get().fileno())
+        elif self._keys:
+            with contextlib.suppress(FileNotFoundError):
+                checkpoints.fsync_path(self.path)
 
     def close(self) -> None:
         """Stop appending to the file; the entries stay usable in memory."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._file.close()
 
 
 class OffsetIndex(_SparseIndex):
@@ -118,10 +142,15 @@ class OffsetIndex(_SparseIndex):
 
     @classmethod
     def load(
-        cls, path: Path, base_offset: int, max_index_bytes: int, log_size: int
+        cls,
+        path: Path,
+        base_offset: int,
+        max_index_bytes: int,
+        log_size: int,
+        handles: file_handles.HandleCache | None = None,
     ) -> OffsetIndex | None:
-        """The index in ``path``, or None when it is missing or fails its sanity check."""
-        index = cls(path, base_offset, max_index_bytes)
+        """The index in ``path`` (empty when missing), or None when it fails its sanity check."""
+        index = cls(path, base_offset, max_index_bytes, handles)
         if not index._load_entries():
             return None
         previous_offset = previous_position = -1
@@ -151,9 +180,15 @@ class TimeIndex(_SparseIndex):
     KEY_TYPECODE = "q"
 
     @classmethod
-    def load(cls, path: Path, base_offset: int, max_index_bytes: int) -> TimeIndex | None:
-        """The index in ``path``, or None when it is missing or fails its sanity check."""
-        index = cls(path, base_offset, max_index_bytes)
+    def load(
+        cls,
+        path: Path,
+        base_offset: int,
+        max_index_bytes: int,
+        handles: file_handles.HandleCache | None = None,
+    ) -> TimeIndex | None:
+        """The index in ``path`` (empty when missing), or None when it fails its sanity check."""
+        index = cls(path, base_offset, max_index_bytes, handles)
         if not index._load_entries():
             return None
         previous_timestamp = -(2**63)

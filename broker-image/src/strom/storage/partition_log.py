@@ -12,6 +12,14 @@ Files in the partition directory, besides the segments:
 - ``<offset>.snapshot``: producer state, see ``producer_state``.
 - ``clean-shutdown``: written by close(); when present on open, no batch needs checking.
 
+A log opened by a ``LogManager`` (``dir_offsets`` given) keeps the first three and the clean
+shutdown mark in its log directory's checkpoint files instead, as Kafka does: the manager
+reads them once at startup, collects every log's offsets and writes one file per log
+directory (see ``log_manager``). Such a log reads its own per-partition files only when the
+directory's files do not know it yet (data made before; they are removed once migrated).
+A clean log opens lazily: only the active segment's index is read; older segments read
+theirs on first use.
+
 Read bound: a fetch is served the batches whose last offset is below ``max_offset`` (the
 high watermark), as Kafka does, so a batch straddling the bound waits until all of it is
 committed. Replication only ever moves the high watermark to batch boundaries.
@@ -31,7 +39,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 from strom.records import batches
-from strom.storage import checkpoints, cleaner, leader_epochs, producer_state, segment
+from strom.storage import (
+    checkpoints,
+    cleaner,
+    file_handles,
+    leader_epochs,
+    producer_state,
+    segment,
+)
 from strom.storage.log_config import LogConfig
 
 logger = logging.getLogger(__name__)
@@ -69,11 +84,23 @@ class AppendResult:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FileRange:
-    """Bytes of one segment file to send; ``file`` stays open until the segment is deleted."""
+    """Bytes of one segment file to send.
 
-    file: BinaryIO
+    A range holds no descriptor: ``file`` is the segment file's handle from the handle
+    cache, reopened by path if it was evicted (the path follows a rename to ``.deleted``).
+    So a fetch response with ranges of 3,000 partitions does not need 3,000 descriptors
+    until it is sent. Whoever takes ``file`` and keeps the object (``loop.sendfile`` holds
+    it as an argument until done) keeps that descriptor valid even if the cache evicts it
+    meanwhile: eviction only drops the cache's reference. Take it right before use.
+    """
+
+    source: file_handles.CachedFile
     position: int
     length: int
+
+    @property
+    def file(self) -> BinaryIO:
+        return self.source.get()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -85,7 +112,8 @@ class ReadResult:
         """The ranges' bytes, for when sendfile cannot be used."""
         chunks = []
         for file_range in self.ranges:
-            fd = file_range.file.fileno()
+            file = file_range.file  # held while reading: eviction cannot close it
+            fd = file.fileno()
             position = file_range.position
             remaining = file_range.length
             while remaining > 0:
@@ -96,6 +124,23 @@ class ReadResult:
                 position += len(chunk)
                 remaining -= len(chunk)
         return b"".join(chunks)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DirOffsets:
+    """What a log directory's checkpoint files say about one partition, given by the
+    ``LogManager`` to ``PartitionLog.open``; None where they do not know the partition."""
+
+    clean_shutdown: bool
+    recovery_point: int | None = None
+    log_start_offset: int | None = None
+    high_watermark: int | None = None
+    # Told when the log's recovery point or log start offset changed; ``urgent`` when the
+    # directory's checkpoint must be rewritten before going on (the recovery point fell).
+    changed: Callable[[bool], None] | None = None
+
+
+LEGACY_CHECKPOINT_FILES = (LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE, HIGH_WATERMARK_FILE)
 
 
 class PartitionLog:
@@ -129,36 +174,94 @@ class PartitionLog:
         self._unflushed_records = 0
         self._last_flush_ms = now_ms()
         self._closed = False
+        self._handles: file_handles.HandleCache | None = None
+        # Managed by a LogManager: offsets go to the log dir's checkpoint files, not ours.
+        self._managed = False
+        self._changed: Callable[[bool], None] | None = None
+        self._legacy_files: list[str] = []
+        self._snapshot_covers = -1  # the offset the newest producer snapshot covers
 
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
     def open(
-        cls, directory: Path, config: LogConfig, now_ms: Callable[[], int] = wall_clock_ms
+        cls,
+        directory: Path,
+        config: LogConfig,
+        now_ms: Callable[[], int] = wall_clock_ms,
+        *,
+        handles: file_handles.HandleCache | None = None,
+        dir_offsets: DirOffsets | None = None,
     ) -> PartitionLog:
-        """Load (or create) the log in ``directory``, recovering after an unclean shutdown."""
-        directory.mkdir(parents=True, exist_ok=True)
+        """Load (or create) the log in ``directory``, recovering after an unclean shutdown.
+
+        ``handles``: the cache its files are opened through (default: the process-wide one).
+        ``dir_offsets``: given by a LogManager, see the module docstring.
+        """
         now = now_ms()
-        cleaner.remove_unfinished(directory)
-        _remove_leftovers(directory)
-        clean_shutdown = (directory / CLEAN_SHUTDOWN_FILE).exists()
-        checkpointed_start = checkpoints.read_offset(directory / LOG_START_OFFSET_FILE)
-        recovery_point = checkpoints.read_offset(directory / RECOVERY_POINT_FILE) or 0
+        try:
+            names = set(os.listdir(directory))
+        except FileNotFoundError:
+            directory.mkdir(parents=True)
+            names = set()
+        if any(name.endswith((cleaner.CLEANED_SUFFIX, cleaner.SWAP_SUFFIX)) for name in names):
+            cleaner.remove_unfinished(directory)
+            names = set(os.listdir(directory))
+        names = _remove_leftovers(directory, names)
+        legacy_clean = CLEAN_SHUTDOWN_FILE in names
+
+        def legacy_offset(file: str) -> int | None:
+            return checkpoints.read_offset(directory / file) if file in names else None
+
+        known_end: int | None = None  # the log end offset, when a clean shutdown recorded it
+        if dir_offsets is None:
+            clean_shutdown = legacy_clean
+            checkpointed_start = legacy_offset(LOG_START_OFFSET_FILE)
+            recovery_point = legacy_offset(RECOVERY_POINT_FILE) or 0
+            checkpointed_high_watermark = legacy_offset(HIGH_WATERMARK_FILE)
+        else:
+            clean_shutdown = dir_offsets.clean_shutdown or legacy_clean
+            checkpointed_start = dir_offsets.log_start_offset
+            if checkpointed_start is None:
+                checkpointed_start = legacy_offset(LOG_START_OFFSET_FILE)
+            if dir_offsets.recovery_point is not None:
+                recovery_point = dir_offsets.recovery_point
+                if dir_offsets.clean_shutdown:
+                    # A clean close flushes everything before writing the checkpoint.
+                    known_end = recovery_point
+            else:
+                recovery_point = legacy_offset(RECOVERY_POINT_FILE) or 0
+            checkpointed_high_watermark = dir_offsets.high_watermark
+            if checkpointed_high_watermark is None:
+                checkpointed_high_watermark = legacy_offset(HIGH_WATERMARK_FILE)
 
         segments: list[segment.LogSegment] = []
         indexes_ok: list[bool] = []
-        for base_offset in _segment_base_offsets(directory):
-            loaded, ok = segment.LogSegment.open(directory, base_offset, config, now)
+        bases = _segment_base_offsets(directory, names)
+        if known_end is not None and bases and known_end < bases[-1]:
+            known_end = None  # does not fit the files: find the end from them
+        for position, base_offset in enumerate(bases):
+            # A clean log reads only the active segment's indexes now (none of them when its
+            # end offset is known), the others on first use.
+            lazy = clean_shutdown and (position < len(bases) - 1 or known_end is not None)
+            loaded, ok = segment.LogSegment.open(
+                directory, base_offset, config, now, handles, lazy=lazy
+            )
             segments.append(loaded)
             indexes_ok.append(ok)
         if not segments:
             start = checkpointed_start or 0
-            segments.append(segment.LogSegment.create(directory, start, config, now))
+            segments.append(segment.LogSegment.create(directory, start, config, now, handles))
             indexes_ok.append(True)
             clean_shutdown = True
 
         if clean_shutdown:
             _recover_segments(segments, [not ok for ok in indexes_ok])
+            if known_end is not None and bases:
+                try:
+                    segments[-1].assume_next_offset(known_end)
+                except ValueError:
+                    logger.warning("%s: checkpointed end does not fit; reading it", directory)
             if segments[-1].next_offset is None and not segments[-1].load_tail():
                 _recover_segments(segments, [s is segments[-1] for s in segments])
         else:
@@ -182,16 +285,38 @@ class PartitionLog:
         log_start_offset = max(checkpointed_start or 0, segments[0].base_offset)
         log_start_offset = min(log_start_offset, log_end_offset)
         log = cls(directory, config, now_ms, segments, log_start_offset, recovery_point)
-        checkpoints.write_offset(directory / RECOVERY_POINT_FILE, recovery_point)
-        if checkpointed_start != log_start_offset:
-            checkpoints.write_offset(directory / LOG_START_OFFSET_FILE, log_start_offset)
+        log._handles = handles
+        if dir_offsets is None:
+            checkpoints.write_offset(directory / RECOVERY_POINT_FILE, recovery_point)
+            if checkpointed_start != log_start_offset:
+                checkpoints.write_offset(directory / LOG_START_OFFSET_FILE, log_start_offset)
+        else:
+            log._managed = True
+            log._changed = dir_offsets.changed
+            log._legacy_files = [name for name in LEGACY_CHECKPOINT_FILES if name in names]
         log._load_leader_epochs()
-        log._rebuild_producer_state()
-        checkpointed_high_watermark = checkpoints.read_offset(directory / HIGH_WATERMARK_FILE)
+        log._rebuild_producer_state(names)
         log.update_high_watermark(checkpointed_high_watermark or 0)
-        # From here on a crash must lead to recovery.
-        (directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
+        # From here on a crash must lead to recovery. (A managed log's clean mark is the log
+        # directory's, which the LogManager removes once every log is open.)
+        if legacy_clean:
+            (directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         return log
+
+    @property
+    def legacy_checkpoint_files(self) -> list[str]:
+        """Per-partition checkpoint files found on open that the log directory's files
+        replace (a LogManager removes them once it has written those)."""
+        return list(self._legacy_files)
+
+    def remove_legacy_checkpoint_files(self) -> None:
+        for name in self._legacy_files:
+            (self.directory / name).unlink(missing_ok=True)
+        self._legacy_files = []
+
+    def _offsets_changed(self, urgent: bool) -> None:
+        if self._changed is not None:
+            self._changed(urgent)
 
     def _load_leader_epochs(self) -> None:
         path = self.directory / leader_epochs.FILE_NAME
@@ -209,9 +334,11 @@ class PartitionLog:
         cache.truncate_from_start(self._log_start_offset)
         self._leader_epochs = cache
 
-    def _rebuild_producer_state(self) -> None:
-        covered = self._producers.load_latest_snapshot(self._log_end_offset)
-        self._producers.replay(self._iter_headers_from(covered))
+    def _rebuild_producer_state(self, names: set[str] | None = None) -> None:
+        covered = self._producers.load_latest_snapshot(self._log_end_offset, names)
+        if covered < self._log_end_offset:
+            self._producers.replay(self._iter_headers_from(covered))
+        self._snapshot_covers = covered
 
     # -- properties ------------------------------------------------------------------------
 
@@ -381,10 +508,11 @@ class PartitionLog:
         active.close_writers()
         self._segments.append(
             segment.LogSegment.create(
-                self.directory, self._log_end_offset, self.config, self._now_ms()
+                self.directory, self._log_end_offset, self.config, self._now_ms(), self._handles
             )
         )
         self._producers.write_snapshot(self._log_end_offset)
+        self._snapshot_covers = self._log_end_offset
 
     def roll_if_expired(self, now_ms: int) -> bool:
         """Roll an active segment older than segment.ms even without appends, so a quiet
@@ -422,7 +550,7 @@ class PartitionLog:
                 start_offset, max_offset, max_bytes - total, min_one_batch and total == 0
             )
             if length > 0:
-                ranges.append(FileRange(each.read_file, position, length))
+                ranges.append(FileRange(each.log_file, position, length))
                 total += length
             if stopped:
                 break
@@ -553,7 +681,7 @@ class PartitionLog:
         checkpoints.fsync_path(self.directory)
         if fault is not None:
             fault("swap-installed")
-        fresh, _ = segment.LogSegment.open(self.directory, base, self.config, now)
+        fresh, _ = segment.LogSegment.open(self.directory, base, self.config, now, self._handles)
         fresh.recover()  # builds its indexes and checks every batch
         fresh.close_writers()
         fresh.flush()
@@ -648,7 +776,10 @@ class PartitionLog:
     def _set_log_start_offset(self, offset: int) -> None:
         self._log_start_offset = offset
         self._high_watermark = max(self._high_watermark, offset)
-        checkpoints.write_offset(self.directory / LOG_START_OFFSET_FILE, offset)
+        if self._managed:
+            self._offsets_changed(False)
+        else:
+            checkpoints.write_offset(self.directory / LOG_START_OFFSET_FILE, offset)
         self._leader_epochs.truncate_from_start(offset)
 
     def delete_expired_files(self, now_ms: int) -> int:
@@ -675,8 +806,11 @@ class PartitionLog:
         now = self._now_ms()
         if offset <= self._segments[0].base_offset:
             doomed = list(self._segments)
-            self._segments = [segment.LogSegment.create(self.directory, offset, self.config, now)]
+            # Renamed away first: the new segment may have the same base offset (file name).
             self._schedule_deletion(doomed, now)
+            self._segments = [
+                segment.LogSegment.create(self.directory, offset, self.config, now, self._handles)
+            ]
             self._set_log_start_offset(offset)
         else:
             doomed = [each for each in self._segments if each.base_offset >= offset]
@@ -688,7 +822,11 @@ class PartitionLog:
         self._high_watermark = min(self._high_watermark, offset)
         if self._recovery_point > offset:
             self._recovery_point = offset
-            checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, offset)
+            if self._managed:
+                # Data above the new point is not fsynced: the checkpoint must say so first.
+                self._offsets_changed(True)
+            else:
+                checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, offset)
         self._leader_epochs.truncate_from_end(offset)
         self._rebuild_producer_state()
 
@@ -700,8 +838,11 @@ class PartitionLog:
         for each in self._segments:
             each.flush()
         self._recovery_point = self._log_end_offset
-        checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, self._recovery_point)
-        checkpoints.write_offset(self.directory / HIGH_WATERMARK_FILE, self._high_watermark)
+        if self._managed:
+            self._offsets_changed(False)
+        else:
+            checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, self._recovery_point)
+            checkpoints.write_offset(self.directory / HIGH_WATERMARK_FILE, self._high_watermark)
         self._unflushed_records = 0
         self._last_flush_ms = self._now_ms()
 
@@ -714,7 +855,10 @@ class PartitionLog:
         for each in self._segments[:-1]:
             each.flush()
         self._recovery_point = active.base_offset
-        checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, self._recovery_point)
+        if self._managed:
+            self._offsets_changed(False)
+        else:
+            checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, self._recovery_point)
 
     def run_maintenance(self, now_ms: int) -> None:
         """Periodic work: time roll, retention, delayed file deletion, producer expiry and
@@ -731,14 +875,23 @@ class PartitionLog:
             self.flush_rolled_segments()
 
     def close(self) -> None:
-        """Flush everything and mark the shutdown clean, so the next open checks nothing."""
+        """Flush everything and mark the shutdown clean, so the next open checks nothing.
+
+        Only segments written since their last fsync are fsynced. A managed log writes no
+        offsets or clean mark of its own: the LogManager writes its directory's afterwards.
+        The producer snapshot is written only if appends came after the newest one, and
+        without fsync when managed: a snapshot lost to a machine crash is only a slower open
+        (the state is rebuilt from an older one and the log)."""
         if self._closed:
             return
         for each in self._segments:
             each.close_writers()
         self.flush()
-        self._producers.write_snapshot(self._log_end_offset)
-        checkpoints.write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
+        if self._snapshot_covers != self._log_end_offset:
+            self._producers.write_snapshot(self._log_end_offset, durable=not self._managed)
+            self._snapshot_covers = self._log_end_offset
+        if not self._managed:
+            checkpoints.write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
         self._release_files()
 
     def delete(self) -> None:
@@ -783,27 +936,31 @@ def _base_offset_of(each: segment.LogSegment) -> int:
     return each.base_offset
 
 
-def _segment_base_offsets(directory: Path) -> list[int]:
+def _segment_base_offsets(directory: Path, names: set[str]) -> list[int]:
     offsets = []
-    for path in directory.iterdir():
-        base_offset = segment.parse_base_offset(path.name, segment.LOG_SUFFIX)
+    for name in names:
+        base_offset = segment.parse_base_offset(name, segment.LOG_SUFFIX)
         if base_offset is not None:
             offsets.append(base_offset)
     known = set(offsets)
     # Index files whose log is gone would otherwise be picked up by a later segment.
-    for suffix in (segment.INDEX_SUFFIX, segment.TIME_INDEX_SUFFIX):
-        for path in directory.glob(f"*{suffix}"):
-            orphan = segment.parse_base_offset(path.name, suffix)
+    for name in names:
+        for suffix in (segment.INDEX_SUFFIX, segment.TIME_INDEX_SUFFIX):
+            orphan = segment.parse_base_offset(name, suffix)
             if orphan is not None and orphan not in known:
-                path.unlink()
+                (directory / name).unlink()
     return sorted(offsets)
 
 
-def _remove_leftovers(directory: Path) -> None:
-    """Files of deletions and atomic writes that a crash interrupted."""
-    for path in directory.iterdir():
-        if path.name.endswith((segment.DELETED_SUFFIX, checkpoints.TEMPORARY_SUFFIX)):
-            path.unlink()
+def _remove_leftovers(directory: Path, names: set[str]) -> set[str]:
+    """Files of deletions and atomic writes that a crash interrupted; the names left."""
+    kept = set()
+    for name in names:
+        if name.endswith((segment.DELETED_SUFFIX, checkpoints.TEMPORARY_SUFFIX)):
+            (directory / name).unlink()
+        else:
+            kept.add(name)
+    return kept
 
 
 def _recover_segments(segments: list[segment.LogSegment], selected: list[bool]) -> None:

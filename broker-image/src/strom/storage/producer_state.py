@@ -23,6 +23,7 @@ import collections
 import dataclasses
 import json
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -194,16 +195,20 @@ class ProducerStateManager:
 
     # -- snapshots -------------------------------------------------------------------------
 
-    def snapshot_offsets(self) -> list[int]:
+    def snapshot_offsets(self, names: Iterable[str] | None = None) -> list[int]:
+        """Offsets of the snapshots in the directory (``names``: its listing, if known)."""
         offsets = []
-        for path in self.directory.glob(f"*{SNAPSHOT_SUFFIX}"):
-            stem = path.name.removesuffix(SNAPSHOT_SUFFIX)
-            if len(stem) == 20 and stem.isdigit():
+        for name in os.listdir(self.directory) if names is None else names:
+            stem = name.removesuffix(SNAPSHOT_SUFFIX)
+            if stem != name and len(stem) == 20 and stem.isdigit():
                 offsets.append(int(stem))
         return sorted(offsets)
 
-    def write_snapshot(self, offset: int) -> None:
-        """Persist the state covering every batch below ``offset``; keeps the newest few."""
+    def write_snapshot(self, offset: int, *, durable: bool = True) -> None:
+        """Persist the state covering every batch below ``offset``; keeps the newest few.
+
+        ``durable=False`` skips the fsyncs: a snapshot lost or torn by a machine crash is
+        ignored on load, which then starts from an older one."""
         document = {
             "version": _SNAPSHOT_VERSION,
             "offset": offset,
@@ -218,17 +223,21 @@ class ProducerStateManager:
             ],
         }
         checkpoints.write_atomically(
-            self.directory / snapshot_name(offset), json.dumps(document).encode()
+            self.directory / snapshot_name(offset), json.dumps(document).encode(), durable=durable
         )
         for old in self.snapshot_offsets()[:-SNAPSHOTS_KEPT]:
             (self.directory / snapshot_name(old)).unlink(missing_ok=True)
 
-    def load_latest_snapshot(self, max_offset: int) -> int:
+    def load_latest_snapshot(self, max_offset: int, names: Iterable[str] | None = None) -> int:
         """Load the newest readable snapshot at or below ``max_offset``; snapshots above it
-        are deleted. Returns the offset the state covers (0 with no snapshot: scan it all)."""
+        are deleted. Returns the offset the state covers (0 with no snapshot: scan it all).
+        ``names``: the directory's listing, if the caller has it."""
         self.producers.clear()
-        self.delete_snapshots_after(max_offset)
-        for offset in reversed(self.snapshot_offsets()):
+        offsets = self.snapshot_offsets(names)
+        for offset in offsets:
+            if offset > max_offset:
+                (self.directory / snapshot_name(offset)).unlink(missing_ok=True)
+        for offset in reversed([offset for offset in offsets if offset <= max_offset]):
             path = self.directory / snapshot_name(offset)
             try:
                 self._load_snapshot(path)

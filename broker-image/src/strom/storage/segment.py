@@ -1,8 +1,9 @@
 """One log segment: ``<baseOffset>.log`` holding batches verbatim, plus its two indexes.
 
-Only the partition's last (active) segment is appended to. Every segment keeps a read-only
-handle open for the fetch path; it survives renames, so a segment scheduled for deletion
-can still serve ranges already handed out.
+Only the partition's last (active) segment is appended to. A segment holds no descriptor of
+its own: its files are opened on use through the log manager's ``file_handles.HandleCache``
+and reopened by path after eviction (the path follows the rename to ``*.deleted``, so a
+segment scheduled for deletion still serves ranges already handed out).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from strom.records import batches
-from strom.storage import checkpoints, indexes
+from strom.storage import checkpoints, file_handles, indexes
 from strom.storage.log_config import LogConfig
 
 logger = logging.getLogger(__name__)
@@ -53,10 +54,14 @@ class AppendedBatch:
 
 
 class _ChunkedReader:
-    """Reads a file in large chunks and hands out views of byte ranges from them."""
+    """Reads a file in large chunks and hands out views of byte ranges from them.
 
-    def __init__(self, fd: int, end: int, chunk_bytes: int) -> None:
-        self._fd = fd
+    Holds the file object, not its descriptor number: the handle cache may evict the file
+    meanwhile, and a bare number could then name another file.
+    """
+
+    def __init__(self, file: BinaryIO, end: int, chunk_bytes: int) -> None:
+        self._file = file
         self._end = end
         self._chunk_bytes = chunk_bytes
         self._chunk = memoryview(b"")
@@ -69,7 +74,7 @@ class _ChunkedReader:
         relative = position - self._chunk_start
         if relative < 0 or relative + length > len(self._chunk):
             wanted = min(max(self._chunk_bytes, length), self._end - position)
-            self._chunk = memoryview(os.pread(self._fd, wanted, position))
+            self._chunk = memoryview(os.pread(self._file.fileno(), wanted, position))
             self._chunk_start = position
             relative = 0
             if len(self._chunk) < length:
@@ -78,90 +83,254 @@ class _ChunkedReader:
 
 
 class LogSegment:
+    """Use ``create`` or ``open``. No file is held open by the segment itself: the log file
+    and the index append handles come from a ``file_handles.HandleCache`` on use, and the
+    indexes of a segment opened without them are read on first use (``load_indexes``)."""
+
     def __init__(
         self,
         directory: Path,
         base_offset: int,
         config: LogConfig,
         now_ms: int,
-        offset_index: indexes.OffsetIndex,
-        time_index: indexes.TimeIndex,
+        *,
+        size: int,
+        modified_ms: int,
+        handles: file_handles.HandleCache | None = None,
+        loaded_indexes: tuple[indexes.OffsetIndex, indexes.TimeIndex] | None = None,
     ) -> None:
         self.base_offset = base_offset
         self.config = config
-        self.log_path = directory / file_name(base_offset, LOG_SUFFIX)
-        self.offset_index = offset_index
-        self.time_index = time_index
-        self._read_file: BinaryIO = open(self.log_path, "rb", buffering=0)  # noqa: SIM115
-        self._write_file: BinaryIO | None = None
-        self.size = os.fstat(self._read_file.fileno()).st_size
-        # Largest batch max timestamp and the base offset of the first batch reaching it.
-        self.max_timestamp = batches.NO_TIMESTAMP
-        self.offset_of_max_timestamp = base_offset
-        last_time_entry = time_index.last_entry
-        if last_time_entry is not None:
-            self.max_timestamp, self.offset_of_max_timestamp = last_time_entry
+        self._directory = directory
+        self._handles = handles or file_handles.default_cache()
+        log_path = directory / file_name(base_offset, LOG_SUFFIX)
+        self._log_file = self._handles.file(log_path, "rb")
+        self._write_file = self._handles.file(log_path, "ab")
+        self._deleted = False
+        self._offset_index: indexes.OffsetIndex | None = None
+        self._time_index: indexes.TimeIndex | None = None
+        self.size = size
+        # Largest batch max timestamp and the base offset of the first batch reaching it;
+        # known once the time index is loaded.
+        self._max_timestamp = batches.NO_TIMESTAMP
+        self._offset_of_max_timestamp = base_offset
         # Max timestamp of the first batch: segment.ms is measured from it, as in Kafka.
-        self.rolling_timestamp = batches.NO_TIMESTAMP
+        # None: not read yet (a header read on first use).
+        self._rolling_timestamp: int | None = batches.NO_TIMESTAMP if size == 0 else None
         self.created_ms = now_ms
-        self.last_modified_ms = int(os.fstat(self._read_file.fileno()).st_mtime * 1000)
+        self.last_modified_ms = modified_ms
         # Known when the segment was appended to or scanned to its end (always for the last).
         self.next_offset: int | None = base_offset if self.size == 0 else None
         self.needs_fsync = False
         self._bytes_since_index_entry = 0
+        if loaded_indexes is not None:
+            self._set_indexes(*loaded_indexes)
+
+    def _set_indexes(
+        self, offset_index: indexes.OffsetIndex, time_index: indexes.TimeIndex
+    ) -> None:
+        self._offset_index = offset_index
+        self._time_index = time_index
+        last_time_entry = time_index.last_entry
+        if last_time_entry is not None and last_time_entry[0] > self._max_timestamp:
+            self._max_timestamp, self._offset_of_max_timestamp = last_time_entry
 
     @classmethod
     def create(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        handles: file_handles.HandleCache | None = None,
     ) -> LogSegment:
-        """A new empty segment; existing files with its name are emptied."""
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
-            (directory / file_name(base_offset, suffix)).write_bytes(b"")
-        segment = cls(
+        """A new empty segment; existing files with its name are emptied (index files are
+        removed: they are created with their first entry)."""
+        (directory / file_name(base_offset, LOG_SUFFIX)).write_bytes(b"")
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            (directory / file_name(base_offset, suffix)).unlink(missing_ok=True)
+        handles = handles or file_handles.default_cache()
+        return cls(
             directory,
             base_offset,
             config,
             now_ms,
+            size=0,
+            modified_ms=now_ms,
+            handles=handles,
+            loaded_indexes=cls._empty_indexes(directory, base_offset, config, handles),
+        )
+
+    @staticmethod
+    def _empty_indexes(
+        directory: Path, base_offset: int, config: LogConfig, handles: file_handles.HandleCache
+    ) -> tuple[indexes.OffsetIndex, indexes.TimeIndex]:
+        return (
             indexes.OffsetIndex(
                 directory / file_name(base_offset, INDEX_SUFFIX),
                 base_offset,
                 config.segment_index_bytes,
+                handles,
             ),
             indexes.TimeIndex(
                 directory / file_name(base_offset, TIME_INDEX_SUFFIX),
                 base_offset,
                 config.segment_index_bytes,
+                handles,
             ),
         )
-        segment.last_modified_ms = now_ms
-        return segment
 
     @classmethod
     def open(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        handles: file_handles.HandleCache | None = None,
+        *,
+        lazy: bool = False,
     ) -> tuple[LogSegment, bool]:
         """Open an existing segment; the flag says whether its indexes passed their checks.
 
         With a failed check the segment has empty indexes and must be recovered before use.
+        With ``lazy`` the indexes are not read now (the flag is then True): the first use
+        reads them, and rebuilds them from the log if they fail their checks.
         """
-        log_size = (directory / file_name(base_offset, LOG_SUFFIX)).stat().st_size
-        index_path = directory / file_name(base_offset, INDEX_SUFFIX)
-        time_index_path = directory / file_name(base_offset, TIME_INDEX_SUFFIX)
+        stat = (directory / file_name(base_offset, LOG_SUFFIX)).stat()
+        opened = cls(
+            directory,
+            base_offset,
+            config,
+            now_ms,
+            size=stat.st_size,
+            modified_ms=stat.st_mtime_ns // 1_000_000,
+            handles=handles,
+        )
+        if lazy:
+            return opened, True
+        return opened, opened._read_indexes()
+
+    def _read_indexes(self) -> bool:
+        """Load the index files; False (and empty indexes set) if they fail their checks."""
         offset_index = indexes.OffsetIndex.load(
-            index_path, base_offset, config.segment_index_bytes, log_size
+            self._index_path(INDEX_SUFFIX),
+            self.base_offset,
+            self.config.segment_index_bytes,
+            self.size,
+            self._handles,
         )
         time_index = indexes.TimeIndex.load(
-            time_index_path, base_offset, config.segment_index_bytes
+            self._index_path(TIME_INDEX_SUFFIX),
+            self.base_offset,
+            self.config.segment_index_bytes,
+            self._handles,
         )
         if offset_index is None or time_index is None:
-            offset_index = indexes.OffsetIndex(index_path, base_offset, config.segment_index_bytes)
-            time_index = indexes.TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
-            return cls(directory, base_offset, config, now_ms, offset_index, time_index), False
-        return cls(directory, base_offset, config, now_ms, offset_index, time_index), True
+            self._set_empty_indexes()
+            return False
+        self._set_indexes(offset_index, time_index)
+        return True
+
+    def _set_empty_indexes(self) -> None:
+        offset_index = indexes.OffsetIndex(
+            self._index_path(INDEX_SUFFIX),
+            self.base_offset,
+            self.config.segment_index_bytes,
+            self._handles,
+        )
+        time_index = indexes.TimeIndex(
+            self._index_path(TIME_INDEX_SUFFIX),
+            self.base_offset,
+            self.config.segment_index_bytes,
+            self._handles,
+        )
+        self._set_indexes(offset_index, time_index)
+
+    def load_indexes(self) -> None:
+        """Read the indexes now if they were left for first use (rebuilt if they fail)."""
+        if self._offset_index is not None:
+            return
+        if not self._read_indexes():
+            logger.warning("%s: indexes failed their checks; rebuilding them", self.log_path)
+            self._rebuild_indexes()
+
+    def _rebuild_indexes(self) -> None:
+        """Index the batches from their headers, changing nothing in the log itself (the
+        segment was checked when its log was opened; here only its indexes are bad)."""
+        self._set_empty_indexes()
+        assert self._offset_index is not None and self._time_index is not None
+        self._max_timestamp = batches.NO_TIMESTAMP
+        self._offset_of_max_timestamp = self.base_offset
+        self._bytes_since_index_entry = 0
+        for position, header in self.iter_headers(0):
+            self._account_batch(
+                position, header.size, header.base_offset, header.last_offset, header.max_timestamp
+            )
+        self._write_final_time_index_entry()
+        self._offset_index.write_all()
+        self._time_index.write_all()
+
+    def assume_next_offset(self, next_offset: int) -> None:
+        """The offset after the last batch, known from elsewhere (a clean shutdown's recovery
+        point), so opening the active segment need not read its index or its tail."""
+        if self.size == 0 and next_offset != self.base_offset:
+            raise ValueError(f"{self.log_path} is empty but should end at {next_offset}")
+        self.next_offset = next_offset
+
+    @property
+    def indexes_loaded(self) -> bool:
+        return self._offset_index is not None
+
+    @property
+    def offset_index(self) -> indexes.OffsetIndex:
+        if self._offset_index is None:
+            self.load_indexes()
+        assert self._offset_index is not None
+        return self._offset_index
+
+    @property
+    def time_index(self) -> indexes.TimeIndex:
+        if self._time_index is None:
+            self.load_indexes()
+        assert self._time_index is not None
+        return self._time_index
+
+    @property
+    def max_timestamp(self) -> int:
+        if self._offset_index is None:
+            self.load_indexes()
+        return self._max_timestamp
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        if self._offset_index is None:
+            self.load_indexes()
+        return self._offset_of_max_timestamp
+
+    @property
+    def rolling_timestamp(self) -> int:
+        if self._rolling_timestamp is None:
+            try:
+                first = next(self.iter_headers(0))[1]
+                self._rolling_timestamp = first.max_timestamp
+            except (StopIteration, batches.CorruptRecordError):
+                self._rolling_timestamp = batches.NO_TIMESTAMP
+        return self._rolling_timestamp
+
+    @property
+    def log_path(self) -> Path:
+        return self._log_file.path
+
+    @property
+    def log_file(self) -> file_handles.CachedFile:
+        """The log file as the handle cache keeps it (what read ranges refer to)."""
+        return self._log_file
 
     @property
     def read_file(self) -> BinaryIO:
-        return self._read_file
+        """The log file for reading (open until the last holder drops it, see file_handles)."""
+        return self._log_file.get()
 
     @property
     def largest_timestamp(self) -> int:
@@ -195,13 +364,8 @@ class LogSegment:
         self.last_modified_ms = now_ms
         self.needs_fsync = True
 
-    def _writer(self) -> BinaryIO:
-        if self._write_file is None:
-            self._write_file = open(self.log_path, "ab", buffering=0)  # noqa: SIM115
-        return self._write_file
-
     def _write_all(self, data: memoryview) -> None:
-        writer = self._writer()
+        writer = self._write_file.get()
         written = 0
         try:
             while written < len(data):
@@ -218,41 +382,48 @@ class LogSegment:
     ) -> None:
         """Update indexes and timestamps for a batch now in the file (append and recovery)."""
         if position == 0:
-            self.rolling_timestamp = max_timestamp
-        if max_timestamp > self.max_timestamp:
-            self.max_timestamp = max_timestamp
-            self.offset_of_max_timestamp = base_offset
+            self._rolling_timestamp = max_timestamp
+        offset_index, time_index = self.offset_index, self.time_index
+        if max_timestamp > self._max_timestamp:
+            self._max_timestamp = max_timestamp
+            self._offset_of_max_timestamp = base_offset
         if self._bytes_since_index_entry > self.config.index_interval_bytes:
-            self.offset_index.append(base_offset, position)
-            if self.max_timestamp >= 0:
-                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            offset_index.append(base_offset, position)
+            if self._max_timestamp >= 0:
+                time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
             self._bytes_since_index_entry = 0
         self._bytes_since_index_entry += size
 
     def _write_final_time_index_entry(self) -> None:
         # Kafka does this when a segment stops being active, so the largest timestamp
         # (used by retention and ListOffsets) survives a reopen without a scan.
-        if self.max_timestamp >= 0:
-            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        # Indexes never loaded have nothing to add.
+        if self._time_index is not None and self._max_timestamp >= 0:
+            self._time_index.maybe_append(self._max_timestamp, self._offset_of_max_timestamp)
 
     def close_writers(self) -> None:
         """The segment stopped being active: finish its time index and release write handles."""
         self._write_final_time_index_entry()
-        self.offset_index.close()
-        self.time_index.close()
-        if self._write_file is not None:
-            self._write_file.close()
-            self._write_file = None
+        self._close_index_writers()
+        self._write_file.close()
+
+    def _close_index_writers(self) -> None:
+        if self._offset_index is not None:
+            self._offset_index.close()
+        if self._time_index is not None:
+            self._time_index.close()
 
     def flush(self) -> None:
         if not self.needs_fsync:
             return
-        if self._write_file is not None:
-            os.fsync(self._write_file.fileno())
+        if self._write_file.is_open:
+            os.fsync(self._write_file.get().fileno())
         else:
             checkpoints.fsync_path(self.log_path)
-        self.offset_index.flush()
-        self.time_index.flush()
+        if self._offset_index is not None:
+            self._offset_index.flush()
+        if self._time_index is not None:
+            self._time_index.flush()
         self.needs_fsync = False
 
     # -- scanning --------------------------------------------------------------------------
@@ -260,7 +431,7 @@ class LogSegment:
     def iter_headers(self, start_position: int = 0) -> Iterator[tuple[int, batches.BatchHeader]]:
         """(file position, header) of each batch from ``start_position`` to the current end."""
         end = self.size
-        reader = _ChunkedReader(self._read_file.fileno(), end, _HEADER_CHUNK_BYTES)
+        reader = _ChunkedReader(self._log_file.get(), end, _HEADER_CHUNK_BYTES)
         position = start_position
         while position < end:
             view = reader.view(position, batches.HEADER_SIZE)
@@ -312,15 +483,12 @@ class LogSegment:
         """After a clean shutdown: find the next offset by walking headers from the last index
         entry, without CRC checks. False if the tail does not parse (the caller recovers)."""
         try:
-            if self.size > 0:
-                first = next(self.iter_headers(0))[1]
-                self.rolling_timestamp = first.max_timestamp
             next_offset = self.base_offset
             for _, header in self.iter_headers(self.offset_index.last_position):
                 next_offset = header.last_offset + 1
-                if header.max_timestamp > self.max_timestamp:
-                    self.max_timestamp = header.max_timestamp
-                    self.offset_of_max_timestamp = header.base_offset
+                if header.max_timestamp > self._max_timestamp:
+                    self._max_timestamp = header.max_timestamp
+                    self._offset_of_max_timestamp = header.base_offset
         except batches.CorruptRecordError:
             return False
         self.next_offset = next_offset
@@ -329,15 +497,18 @@ class LogSegment:
     def recover(self) -> int:
         """Validate every batch (lengths, magic, CRC, increasing offsets), rebuild the indexes
         and cut the file at the first bad batch. Returns the number of bytes removed."""
+        if self._offset_index is None or self._time_index is None:
+            self._set_empty_indexes()
         self.close_writers()
         self.offset_index.clear()
         self.time_index.clear()
-        self.max_timestamp = batches.NO_TIMESTAMP
-        self.offset_of_max_timestamp = self.base_offset
-        self.rolling_timestamp = batches.NO_TIMESTAMP
+        self._max_timestamp = batches.NO_TIMESTAMP
+        self._offset_of_max_timestamp = self.base_offset
+        self._rolling_timestamp = batches.NO_TIMESTAMP
         self._bytes_since_index_entry = 0
-        file_size = os.fstat(self._read_file.fileno()).st_size
-        reader = _ChunkedReader(self._read_file.fileno(), file_size, _RECOVERY_CHUNK_BYTES)
+        log_file = self._log_file.get()
+        file_size = os.fstat(log_file.fileno()).st_size
+        reader = _ChunkedReader(log_file, file_size, _RECOVERY_CHUNK_BYTES)
         position = 0
         next_offset = self.base_offset
         while position < file_size:
@@ -409,16 +580,32 @@ class LogSegment:
     def mark_deleted(self) -> None:
         """Rename the files to ``*.deleted``; the read handle keeps working until delete_files."""
         self.close_writers()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in self._paths():
             if path.exists():
                 path.rename(path.with_name(path.name + DELETED_SUFFIX))
-        self.log_path = self.log_path.with_name(self.log_path.name + DELETED_SUFFIX)
-        for index in (self.offset_index, self.time_index):
-            index.path = index.path.with_name(index.path.name + DELETED_SUFFIX)
+        self._deleted = True
+        for cached in (self._log_file, self._write_file):
+            cached.path = self._directory / (
+                file_name(self.base_offset, LOG_SUFFIX) + DELETED_SUFFIX
+            )
+        for index in (self._offset_index, self._time_index):
+            if index is not None:
+                index.path = index.path.with_name(index.path.name + DELETED_SUFFIX)
+
+    def _paths(self) -> tuple[Path, Path, Path]:
+        return (
+            self.log_path,
+            self._index_path(INDEX_SUFFIX),
+            self._index_path(TIME_INDEX_SUFFIX),
+        )
+
+    def _index_path(self, suffix: str) -> Path:
+        name = file_name(self.base_offset, suffix)
+        return self._directory / (name + DELETED_SUFFIX if self._deleted else name)
 
     def delete_files(self) -> None:
         self.release_handles()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in self._paths():
             path.unlink(missing_ok=True)
 
     def close(self) -> None:
@@ -426,10 +613,8 @@ class LogSegment:
         self.release_handles()
 
     def release_handles(self) -> None:
-        """Close every file handle without writing anything."""
-        self.offset_index.close()
-        self.time_index.close()
-        if self._write_file is not None:
-            self._write_file.close()
-            self._write_file = None
-        self._read_file.close()
+        """Give back every file handle without writing anything. The read handle is dropped,
+        not closed: a fetch response still sending from it keeps it until it is done."""
+        self._close_index_writers()
+        self._write_file.close()
+        self._log_file.release()
