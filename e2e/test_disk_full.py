@@ -1,6 +1,8 @@
 """A full disk under a real broker: a fixed-size tmpfs holds its log.dirs; a producer
 writes until the filesystem is full. The broker answers KAFKA_STORAGE_ERROR, stays up,
 and once space is freed every acknowledged record is readable and producing resumes.
+Metadata changes on a full disk (CreateTopics, the first FindCoordinator) fail with
+retriable errors and leave no half-made topic behind.
 
 Needs root to mount the tmpfs (CI and the dev machines run as root); skipped otherwise.
 """
@@ -16,8 +18,19 @@ from pathlib import Path
 
 import e2e_records
 import pytest
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
+from strom.network import channel as channel_module
+from strom.network import clock
+from strom.protocol import apis, outbound
 from strom_process import StromProcess
 
 FILESYSTEM_BYTES = 24 * 1024 * 1024
@@ -132,3 +145,78 @@ def test_full_disk_refuses_writes_keeps_acknowledged_records_and_recovers(
     broker.stop()
     broker.start()
     assert read_all(broker.bootstrap, topic) == everything
+
+
+def fill(filesystem: Path) -> Path:
+    """A file that takes every free byte of `filesystem`."""
+    ballast = filesystem / "everything"
+    chunk = b"\0" * (256 * 1024)
+    with ballast.open("wb") as handle:
+        try:
+            while True:
+                handle.write(chunk)
+                handle.flush()
+        except OSError:
+            pass
+    with contextlib.suppress(OSError), ballast.open("ab") as handle:
+        while True:  # the last partial chunk
+            handle.write(b"\0" * 4096)
+            handle.flush()
+    return ballast
+
+
+async def find_coordinator_error(port: int, group: str) -> ErrorCode:
+    channel = channel_module.TcpChannel({1: ("127.0.0.1", port)}.get, clock=clock.SystemClock())
+    try:
+        answer = await channel.send(
+            1,
+            outbound.Draft(
+                apis.ApiKey.FIND_COORDINATOR,
+                {"key_type": 0, "coordinator_keys": [group], "key": group},
+            ),
+            api_version=4,
+        )
+    finally:
+        await channel.close()
+    return ErrorCode(answer.coordinators[0].error_code)
+
+
+@pytest.mark.timeout(300)
+async def test_metadata_changes_on_a_full_disk_fail_cleanly_and_leave_nothing_behind(
+    small_filesystem: Path, strom_factory: Callable[..., StromProcess]
+) -> None:
+    log_dir = small_filesystem / "log"
+    broker = strom_factory(
+        overrides={"log.dirs": str(log_dir), "offsets.topic.num.partitions": "5"}
+    )
+    broker.start()
+    ballast = fill(small_filesystem)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+    # CreateTopics: a retriable storage error, and no topic listed afterwards.
+    with pytest.raises(KafkaException) as refused:
+        admin.create_topics([NewTopic("made-on-a-full-disk", 3, 1)])["made-on-a-full-disk"].result(
+            60
+        )
+    assert refused.value.args[0].code() == KafkaError.KAFKA_STORAGE_ERROR
+    listed = admin.list_topics(timeout=30).topics
+    assert "made-on-a-full-disk" not in listed
+    assert not list(log_dir.glob("made-on-a-full-disk-*"))
+
+    # FindCoordinator: __consumer_offsets cannot be created; the client is told to retry.
+    assert await find_coordinator_error(broker.port, "g") == ErrorCode.coordinator_not_available
+    assert "__consumer_offsets" not in admin.list_topics(timeout=30).topics
+    assert healthy(broker) and broker.running
+
+    # Space comes back: the same requests succeed, without a restart.
+    ballast.unlink()
+    admin.create_topics([NewTopic("made-on-a-full-disk", 3, 1)])["made-on-a-full-disk"].result(60)
+    assert await find_coordinator_error(broker.port, "g") == ErrorCode.none
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g"})
+    try:
+        consumer.commit(offsets=[TopicPartition("made-on-a-full-disk", 0, 0)], asynchronous=False)
+        (stored,) = consumer.committed([TopicPartition("made-on-a-full-disk", 0)], timeout=30)
+        assert stored.offset == 0
+    finally:
+        consumer.close()
+    assert len(admin.list_topics(timeout=30).topics["__consumer_offsets"].partitions) == 5

@@ -133,27 +133,24 @@ class ReplicaManager:
     # New partitions (the controller's LogPreparer) -------------------------------------
 
     async def prepare_logs(self, keys: Sequence[PartitionKey]) -> None:
-        """Create the logs of new partitions off the event loop, CREATE_BATCH at a time;
-        on a disk error remove what was created and raise StorageFailedError."""
-        created: list[PartitionKey] = []
+        """Create the logs of new partitions in a worker thread, CREATE_BATCH at a time,
+        while the event loop keeps serving; on a disk error remove what was created and
+        raise StorageFailedError."""
+        missing = [key for key in keys if self.logs.get(*key) is None]
+        configs = {topic: self._configs.log_config(topic) for topic, _ in missing}
+        attempted: list[PartitionKey] = []
         try:
-            for start in range(0, len(keys), CREATE_BATCH):
-                chunk = keys[start : start + CREATE_BATCH]
-                await asyncio.to_thread(self._create_logs, chunk, created)
+            for start in range(0, len(missing), CREATE_BATCH):
+                chunk = missing[start : start + CREATE_BATCH]
+                attempted += chunk
+                await asyncio.to_thread(self.logs.create_many, chunk, configs.__getitem__)
         except OSError as error:
             self._on_storage_error(error)
-            await self.abandon_logs(created)
+            await self.abandon_logs(attempted)
             where = f"{keys[0][0]}-{keys[0][1]}" if len(keys) == 1 else f"{len(keys)} partitions"
             raise topics.StorageFailedError(
                 f"Cannot create the logs of {where}: {error.strerror or error}"
             ) from error
-
-    def _create_logs(self, keys: Sequence[PartitionKey], created: list[PartitionKey]) -> None:
-        for topic, index in keys:
-            if self.logs.get(topic, index) is not None:
-                continue
-            self.logs.get_or_create(topic, index, self._configs.log_config(topic))
-            created.append((topic, index))
 
     async def abandon_logs(self, keys: Sequence[PartitionKey]) -> None:
         def remove() -> None:

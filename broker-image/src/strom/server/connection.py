@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from strom.protocol import apis, framing, regions
-from strom.server import flow_control
+from strom.server import closing, flow_control
 from strom.server import metrics as broker_metrics
 
 log = logging.getLogger(__name__)
@@ -31,10 +31,6 @@ MAX_QUEUED_FRAMES = 64
 # Below this a file range is read and written with the surrounding bytes: a sendfile
 # call has to wait for the transport buffer to drain, which costs more than a copy.
 SENDFILE_MIN_BYTES = 64 * 1024
-
-
-class CloseConnection(Exception):
-    """Raised by a handler when Kafka's answer is to close the connection."""
 
 
 class ShortRead(Exception):
@@ -205,7 +201,7 @@ class KafkaConnection(asyncio.Protocol):
         api_name = apis.ApiKey(request.header.api_key).name
         try:
             response = await self._dispatch(request, self.peer_host)
-        except CloseConnection as error:
+        except closing.CloseConnection as error:
             self._fail("closed_by_handler", str(error))
             return False
         self._metrics.requests.labels(api_name, str(request.header.api_version)).inc()
@@ -240,10 +236,11 @@ class KafkaConnection(asyncio.Protocol):
             assert isinstance(part, regions.RecordRegions)
             self._metrics.bytes_out.labels(part.topic).inc(part.size)
             for file_range in part.ranges:
+                # Held for the whole read or send: storage's handle cache may evict (and
+                # later close) a file nobody holds.
+                file = file_range.file
                 if file_range.length < SENDFILE_MIN_BYTES or not _can_sendfile(transport):
-                    data = os.pread(
-                        file_range.file.fileno(), file_range.length, file_range.position
-                    )
+                    data = os.pread(file.fileno(), file_range.length, file_range.position)
                     if len(data) != file_range.length:
                         raise ShortRead(f"{len(data)} of {file_range.length} bytes read")
                     pending += data
@@ -254,7 +251,7 @@ class KafkaConnection(asyncio.Protocol):
                     pending = bytearray()
                 try:
                     sent = await loop.sendfile(
-                        transport, file_range.file, file_range.position, file_range.length
+                        transport, file, file_range.position, file_range.length
                     )
                 except (ConnectionError, RuntimeError) as error:
                     # RuntimeError("Transport is closing") when the peer went first.

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from strom.cluster import topics
 from strom.protocol import apis, shaping
 from strom.replication import partition as partitions
-from strom.server import connection, context
+from strom.server import closing, context
 
 if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
@@ -38,7 +38,7 @@ _APPEND_ERRORS = {
 }
 
 
-class AcksZeroFailure(connection.CloseConnection):
+class AcksZeroFailure(closing.CloseConnection):
     """A produce with acks=0 failed: Kafka closes the connection so the client notices."""
 
 
