@@ -5,7 +5,6 @@ and the broker keeps serving everyone else."""
 
 from __future__ import annotations
 
-import io
 import socket
 import struct
 import threading
@@ -15,8 +14,7 @@ from typing import Any
 
 import pytest
 from kio.index import load_request_schema
-from kio.serial import entity_writer
-from strom.protocol import shaping
+from strom.protocol import outbound
 from strom.records import batches
 from strom_process import StromProcess
 
@@ -35,21 +33,9 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StromProcess]:
 
 def encode(api_key: int, version: int, body: dict[str, Any], correlation_id: int = 1) -> bytes:
     """A request frame with its size prefix."""
-    request_type = load_request_schema(api_key, version)
-    header_type = request_type.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id="faults",
-        ),
+    return outbound.encode_request(
+        outbound.Draft(api_key, body).at(version), correlation_id, "faults"
     )
-    entity_writer(request_type)(buffer, shaping.build(request_type, body))
-    payload = buffer.getvalue()
-    return struct.pack(">i", len(payload)) + payload
 
 
 def exchange(broker: StromProcess, frame: bytes) -> bytes:

@@ -4,7 +4,6 @@ client never fails, and nothing it wrote is lost or corrupted."""
 
 from __future__ import annotations
 
-import io
 import random
 import socket
 import struct
@@ -12,9 +11,7 @@ import urllib.request
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from kio.index import load_request_schema
-from kio.serial import entity_writer
-from strom.protocol import shaping
+from strom.protocol import outbound
 from strom.records import batches
 from strom_process import StromProcess
 
@@ -24,20 +21,10 @@ GOOD_RECORDS_EVERY = 100
 
 
 def _request(api_key: int, version: int, body: dict, correlation_id: int) -> bytes:
-    request_type = load_request_schema(api_key, version)
-    header_type = request_type.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id="fuzzer",
-        ),
+    frame = outbound.encode_request(
+        outbound.Draft(api_key, body).at(version), correlation_id, "fuzzer"
     )
-    entity_writer(request_type)(buffer, shaping.build(request_type, body))
-    return buffer.getvalue()
+    return frame[4:]
 
 
 def _valid_frames(topic: str) -> list[bytes]:

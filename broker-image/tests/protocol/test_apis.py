@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import io
 import random
 import struct
 
 import pytest
-from kio.index import load_request_schema, load_response_schema
+from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
-from strom.protocol import apis, framing, shaping
+from kio.serial import entity_reader
+from strom.protocol import apis, framing, outbound, shaping
 
 METADATA_FLAGS = {
     "allow_auto_topic_creation": True,
@@ -21,20 +20,11 @@ METADATA_FLAGS = {
 
 
 def encode_request(api_key: int, version: int, body: dict, correlation_id: int = 7) -> bytes:
-    request_type = load_request_schema(api_key, version)
-    header_type = request_type.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id="test-client",
-        ),
+    """A request as a client encodes it, without the size prefix."""
+    frame = outbound.encode_request(
+        outbound.Draft(api_key, body).at(version), correlation_id, "test-client"
     )
-    entity_writer(request_type)(buffer, shaping.build(request_type, body))
-    return buffer.getvalue()
+    return frame[4:]
 
 
 def decode_response(api_key: int, version: int, parts: list) -> tuple[int, object]:

@@ -4,15 +4,14 @@ folder on sys.path (importlib mode, no __init__.py)."""
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader, entity_writer
+from kio.index import load_response_schema
+from kio.serial import entity_reader
 from strom.cluster import controller
 from strom.config import broker as broker_config
-from strom.protocol import apis, shaping
+from strom.protocol import apis, outbound
 from strom.server import broker as broker_module
 from strom.server import context, dispatch
 
@@ -45,17 +44,8 @@ async def call(
     broker: broker_module.Broker, api_key: int, version: int, body: dict[str, Any]
 ) -> Any:
     """Encode as a client would, decode, dispatch, encode the answer, decode it again."""
-    request_type = load_request_schema(api_key, version)
-    header_type = request_type.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=api_key, request_api_version=version, correlation_id=3, client_id="t"
-        ),
-    )
-    entity_writer(request_type)(buffer, shaping.build(request_type, body))
-    request = apis.decode_request(memoryview(buffer.getvalue()))
+    frame = outbound.encode_request(outbound.Draft(api_key, body).at(version), 3, "t")
+    request = apis.decode_request(memoryview(frame)[4:])
     response = await dispatch.Dispatcher(broker.context).dispatch(request, "PLAINTEXT", "127.0.0.1")
     data = apis.joined(apis.encode_response(3, response))
     response_type = load_response_schema(api_key, version)

@@ -4,7 +4,6 @@ ordering, pipelining, flow control and what happens to bad frames — no sockets
 from __future__ import annotations
 
 import asyncio
-import io
 import struct
 import uuid
 from collections.abc import AsyncIterator
@@ -13,10 +12,10 @@ from typing import Any
 
 import pytest
 from broker_calls import loaded
-from kio.index import load_request_schema, load_response_schema
+from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader, entity_writer
-from strom.protocol import shaping
+from kio.serial import entity_reader
+from strom.protocol import outbound
 from strom.server import broker as broker_module
 from strom.server import connection, dispatch, flow_control
 
@@ -48,21 +47,7 @@ class FakeTransport(asyncio.Transport):
 
 
 def request(api_key: int, version: int, body: dict[str, Any], correlation_id: int) -> bytes:
-    request_type = load_request_schema(api_key, version)
-    header_type = request_type.__header_schema__
-    buffer = io.BytesIO()
-    entity_writer(header_type)(
-        buffer,
-        header_type(
-            request_api_key=api_key,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id="t",
-        ),
-    )
-    entity_writer(request_type)(buffer, shaping.build(request_type, body))
-    payload = buffer.getvalue()
-    return struct.pack(">i", len(payload)) + payload
+    return outbound.encode_request(outbound.Draft(api_key, body).at(version), correlation_id, "t")
 
 
 def api_versions(correlation_id: int, version: int = 3) -> bytes:

@@ -92,13 +92,7 @@ class LocalMetadataLog:
         return result.last_offset
 
     def read_committed(self) -> Iterator[tuple[int, records.MetadataRecord]]:
-        offset = self._log.log_start_offset
-        end = self._log.high_watermark
-        while offset < end:
-            read = self._log.read(offset, READ_CHUNK_BYTES, max_offset=end)
-            if read.total_bytes == 0:
-                break
-            data = read.read_into_bytes()
+        for data in self._log.committed_chunks(READ_CHUNK_BYTES):
             for header in batches.iter_batches(data):
                 batch = memoryview(data)[header.position : header.position + header.size]
                 for record in batches.iter_records(batch):
@@ -113,7 +107,6 @@ class LocalMetadataLog:
                             f"{self.directory}: offset {record.offset}: {error}"
                         ) from None
                     yield record.offset, decoded
-                offset = header.last_offset + 1
 
     def close(self) -> None:
         self._log.close()

@@ -166,20 +166,10 @@ class ReplicaManager:
     # Reading a whole partition (coordinator state) ---------------------------------------
 
     def committed_chunks(self, topic: str, index: int) -> Iterator[bytes]:
-        """The whole batches of a partition up to its high watermark, in bounded chunks."""
+        """The whole batches of a hosted partition up to its high watermark, in chunks."""
         partition = self._partitions.get((topic, index))
-        if partition is None:
-            return
-        offset = partition.log_start_offset
-        end = partition.high_watermark
-        while offset < end:
-            read = partition.log.read(offset, READ_CHUNK_BYTES, max_offset=end)
-            if read.total_bytes == 0:
-                break
-            data = read.read_into_bytes()
-            for header in batches.iter_batches(data):
-                offset = header.last_offset + 1
-            yield data
+        if partition is not None:
+            yield from partition.log.committed_chunks(READ_CHUNK_BYTES)
 
     # Background work -------------------------------------------------------------------
 

@@ -556,6 +556,21 @@ class PartitionLog:
                 break
         return ReadResult(ranges, total)
 
+    def committed_chunks(self, chunk_bytes: int = 8 * 1024 * 1024) -> Iterator[bytes]:
+        """Every whole batch from the log start up to the high watermark, as buffers of
+        about `chunk_bytes` (a batch larger than that comes alone): for replaying a log
+        into memory, such as coordinator state or the cluster metadata."""
+        offset = self._log_start_offset
+        end = self._high_watermark
+        while offset < end:
+            read = self.read(offset, chunk_bytes, max_offset=end)
+            if read.total_bytes == 0:
+                break
+            data = read.read_into_bytes()
+            for header in batches.iter_batches(data):
+                offset = header.last_offset + 1
+            yield data
+
     def _segment_index(self, offset: int) -> int:
         """Index of the segment that would hold ``offset``."""
         return max(0, bisect_right(self._segments, offset, key=_base_offset_of) - 1)

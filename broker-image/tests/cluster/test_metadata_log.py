@@ -1,0 +1,70 @@
+"""The single node's metadata log: durable appends, replay in order, corruption refused."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from kio.static.primitive import i32
+from strom.cluster import metadata_log, records
+from strom.records import batches
+
+NOW = 1_700_000_000_000
+
+
+def topic(name: str) -> records.TopicRecord:
+    return records.TopicRecord(name=name, topic_id=uuid.uuid4())
+
+
+async def test_appended_records_replay_in_order_after_a_reopen(tmp_path: Path) -> None:
+    log = metadata_log.LocalMetadataLog(tmp_path, lambda: NOW)
+    first = [topic("a"), topic("b")]
+    assert await log.append(first) == 1
+    second = [records.RemoveTopicRecord(topic_id=first[0].topic_id)]
+    assert await log.append(second) == 2
+    log.close()
+    reopened = metadata_log.LocalMetadataLog(tmp_path, lambda: NOW)
+    try:
+        assert list(reopened.read_committed()) == list(enumerate([*first, *second]))
+    finally:
+        reopened.close()
+
+
+async def test_ten_thousand_partition_records_fit_one_operation(tmp_path: Path) -> None:
+    log = metadata_log.LocalMetadataLog(tmp_path, lambda: NOW)
+    topic_id = uuid.uuid4()
+    many = [
+        records.PartitionRecord(
+            partition_id=i32(index),
+            topic_id=topic_id,
+            replicas=(i32(1),),
+            isr=(i32(1),),
+            leader=i32(1),
+            leader_epoch=i32(0),
+            partition_epoch=i32(0),
+        )
+        for index in range(10_000)
+    ]
+    try:
+        assert await log.append(many) == 9_999
+        assert sum(1 for _ in log.read_committed()) == 10_000
+    finally:
+        log.close()
+
+
+async def test_bytes_that_are_not_metadata_records_stop_the_start_naming_the_file(
+    tmp_path: Path,
+) -> None:
+    log = metadata_log.LocalMetadataLog(tmp_path, lambda: NOW)
+    await log.append([topic("a")])
+    # A batch with a valid CRC whose record is not a metadata record.
+    data = bytearray(batches.build_batch([(None, b"\x01\x63\x00junk", [], NOW)]))
+    headers = batches.validate_produce_batches(memoryview(data), len(data))
+    log._log.append(data, headers, leader_epoch=0, now_ms=NOW)
+    log._log.update_high_watermark(log._log.log_end_offset)
+    with pytest.raises(
+        metadata_log.CorruptMetadataLogError, match=r"__cluster_metadata-0.*offset 1"
+    ):
+        list(log.read_committed())
+    log.close()
