@@ -17,6 +17,22 @@ from strom.replication import replica_manager
 START_MS = 1_700_000_000_000
 
 
+class FixedClock:
+    """Time that stands still: these tests never wait on it."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+
+    def time_ms(self) -> int:
+        return self.now_ms
+
+    def monotonic(self) -> float:
+        return self.now_ms / 1000
+
+    async def sleep(self, seconds: float) -> None:
+        raise AssertionError("nothing here sleeps")
+
+
 class FlakyLog:
     """The real metadata log, failing the next `failures` appends as a full disk would."""
 
@@ -52,7 +68,7 @@ class Node:
         self.metadata.load(self.metadata.stage(self.log.read_committed()))
         self.configs = config_cache.ConfigCache(self.config, lambda: self.metadata.image)
         self.replicas = replica_manager.ReplicaManager(
-            1, self.config.log_dirs, self.configs, lambda: START_MS
+            1, self.config.log_dirs, self.configs, FixedClock(START_MS)
         )
         self.replicas.load(self.metadata.image)
         self.metadata.add_publisher(self.configs)

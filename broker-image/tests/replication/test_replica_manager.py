@@ -17,13 +17,29 @@ from strom.replication import replica_manager
 NOW = 1_700_000_000_000
 
 
+class FixedClock:
+    """Time that stands still: these tests never wait on it."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.now_ms = now_ms
+
+    def time_ms(self) -> int:
+        return self.now_ms
+
+    def monotonic(self) -> float:
+        return self.now_ms / 1000
+
+    async def sleep(self, seconds: float) -> None:
+        raise AssertionError("nothing here sleeps")
+
+
 class Node:
     def __init__(self, root: Path) -> None:
         self.root = root
         config = broker_config.BrokerConfig({"log.dirs": str(root)})
         self.metadata = loader.MetadataLoader(images.MetadataImage("c"))
         self.configs = config_cache.ConfigCache(config, lambda: self.metadata.image)
-        self.replicas = replica_manager.ReplicaManager(1, [root], self.configs, lambda: NOW)
+        self.replicas = replica_manager.ReplicaManager(1, [root], self.configs, FixedClock(NOW))
         self.replicas.load(self.metadata.image)
         self.metadata.add_publisher(self.configs)
         self.metadata.add_publisher(self.replicas)

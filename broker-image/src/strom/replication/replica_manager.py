@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from strom.clock import Clock
 from strom.cluster import config_cache, topics
 from strom.cluster import delta as deltas
 from strom.cluster import image as images
@@ -40,13 +40,14 @@ class ReplicaManager:
         node_id: int,
         log_dirs: Sequence[Path],
         configs: config_cache.ConfigCache,
-        now_ms: Callable[[], int],
+        clock: Clock,
         on_storage_error: Callable[[OSError], None] = lambda error: None,
     ) -> None:
         self.node_id = node_id
-        self.logs = log_manager.LogManager(log_dirs, now_ms=now_ms)
+        self.logs = log_manager.LogManager(log_dirs, now_ms=clock.time_ms)
         self._configs = configs
-        self._now_ms = now_ms
+        self._clock = clock
+        self._now_ms = clock.time_ms
         self._on_storage_error = on_storage_error
         self._partitions: dict[PartitionKey, partitions.Partition] = {}
 
@@ -179,7 +180,7 @@ class ReplicaManager:
             interval = min(
                 self._configs.broker.log_retention_check_interval_ms, MAINTENANCE_INTERVAL_CAP_MS
             )
-            await asyncio.sleep(interval / 1000)
+            await self._clock.sleep(interval / 1000)
             try:
                 self.logs.run_maintenance(self._now_ms())
             except Exception:
@@ -195,7 +196,7 @@ class ReplicaManager:
                 log.exception("log cleaner pass failed")
                 cleaned = False
             backoff_ms = self._configs.broker.get_int("log.cleaner.backoff.ms")
-            await asyncio.sleep(0 if cleaned else backoff_ms / 1000)
+            await self._clock.sleep(0 if cleaned else backoff_ms / 1000)
 
     async def _clean_dirtiest(self, on_pass: Callable[[int], None]) -> bool:
         now = self._now_ms()
@@ -210,7 +211,7 @@ class ReplicaManager:
         throttle = cleaner.Throttle(
             self._configs.broker.get_float("log.cleaner.io.max.bytes.per.second")
         )
-        started = time.monotonic()
+        started = self._clock.monotonic()
         try:
             groups = await asyncio.to_thread(cleaner.run_pass, plan, throttle)
         except (cleaner.CleaningAborted, OSError, batches.RecordsError) as error:
@@ -226,7 +227,7 @@ class ReplicaManager:
             "cleaned %s up to offset %d in %.2fs: %d record(s) removed",
             plan.directory.name,
             plan.end_offset,
-            time.monotonic() - started,
+            self._clock.monotonic() - started,
             removed,
         )
         return all(swapped)

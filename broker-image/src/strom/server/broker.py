@@ -55,7 +55,7 @@ class Broker:
             config.node_id,
             config.log_dirs,
             self.configs,
-            self.clock.time_ms,
+            self.clock,
             on_storage_error=self._count_storage_error,
         )
         self.controller = controller.Controller(
