@@ -1,8 +1,9 @@
-"""The log of one partition: segments, offsets, recovery, reads, retention, truncation.
+"""The log of one partition: segments, offsets, reads, retention, truncation.
 
-Modelled on Kafka's UnifiedLog. Single-threaded: called from the event loop, with synchronous
-writes that go to the page cache; fsync happens only on flush (by flush.messages, flush.ms,
-rolled segments in maintenance, and close).
+Modelled on Kafka's UnifiedLog; opening and recovery are ``log_loader`` (Kafka's
+LogLoader), finding records by time ``time_lookup``. Single-threaded: called from the event
+loop, with synchronous writes that go to the page cache; fsync happens only on flush (by
+flush.messages, flush.ms, rolled segments in maintenance, and close).
 
 Files in the partition directory, besides the segments:
 
@@ -44,17 +45,20 @@ from strom.storage import (
     cleaner,
     file_handles,
     leader_epochs,
+    log_loader,
     producer_state,
+    retention,
     segment,
+    time_lookup,
 )
 from strom.storage.log_config import LogConfig
 
 logger = logging.getLogger(__name__)
 
-LOG_START_OFFSET_FILE = "log-start-offset"
-RECOVERY_POINT_FILE = "recovery-point"
-HIGH_WATERMARK_FILE = "high-watermark"
-CLEAN_SHUTDOWN_FILE = "clean-shutdown"
+LOG_START_OFFSET_FILE = log_loader.LOG_START_OFFSET_FILE
+RECOVERY_POINT_FILE = log_loader.RECOVERY_POINT_FILE
+HIGH_WATERMARK_FILE = log_loader.HIGH_WATERMARK_FILE
+CLEAN_SHUTDOWN_FILE = log_loader.CLEAN_SHUTDOWN_FILE
 # A directory being deleted: ``<topic>-<partition>.<uuid>-delete``; removed at startup.
 DELETE_DIR_SUFFIX = "-delete"
 
@@ -126,21 +130,8 @@ class ReadResult:
         return b"".join(chunks)
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class DirOffsets:
-    """What a log directory's checkpoint files say about one partition, given by the
-    ``LogManager`` to ``PartitionLog.open``; None where they do not know the partition."""
-
-    clean_shutdown: bool
-    recovery_point: int | None = None
-    log_start_offset: int | None = None
-    high_watermark: int | None = None
-    # Told when the log's recovery point or log start offset changed; ``urgent`` when the
-    # directory's checkpoint must be rewritten before going on (the recovery point fell).
-    changed: Callable[[bool], None] | None = None
-
-
-LEGACY_CHECKPOINT_FILES = (LOG_START_OFFSET_FILE, RECOVERY_POINT_FILE, HIGH_WATERMARK_FILE)
+DirOffsets = log_loader.DirOffsets
+LEGACY_CHECKPOINT_FILES = log_loader.LEGACY_CHECKPOINT_FILES
 
 
 class PartitionLog:
@@ -198,97 +189,15 @@ class PartitionLog:
         ``handles``: the cache its files are opened through (default: the process-wide one).
         ``dir_offsets``: given by a LogManager, see the module docstring.
         """
-        now = now_ms()
-        try:
-            names = set(os.listdir(directory))
-        except FileNotFoundError:
-            directory.mkdir(parents=True)
-            names = set()
-        if any(name.endswith((cleaner.CLEANED_SUFFIX, cleaner.SWAP_SUFFIX)) for name in names):
-            cleaner.remove_unfinished(directory)
-            names = set(os.listdir(directory))
-        names = _remove_leftovers(directory, names)
-        legacy_clean = CLEAN_SHUTDOWN_FILE in names
-
-        def legacy_offset(file: str) -> int | None:
-            return checkpoints.read_offset(directory / file) if file in names else None
-
-        known_end: int | None = None  # the log end offset, when a clean shutdown recorded it
-        if dir_offsets is None:
-            clean_shutdown = legacy_clean
-            checkpointed_start = legacy_offset(LOG_START_OFFSET_FILE)
-            recovery_point = legacy_offset(RECOVERY_POINT_FILE) or 0
-            checkpointed_high_watermark = legacy_offset(HIGH_WATERMARK_FILE)
-        else:
-            clean_shutdown = dir_offsets.clean_shutdown or legacy_clean
-            checkpointed_start = dir_offsets.log_start_offset
-            if checkpointed_start is None:
-                checkpointed_start = legacy_offset(LOG_START_OFFSET_FILE)
-            if dir_offsets.recovery_point is not None:
-                recovery_point = dir_offsets.recovery_point
-                if dir_offsets.clean_shutdown:
-                    # A clean close flushes everything before writing the checkpoint.
-                    known_end = recovery_point
-            else:
-                recovery_point = legacy_offset(RECOVERY_POINT_FILE) or 0
-            checkpointed_high_watermark = dir_offsets.high_watermark
-            if checkpointed_high_watermark is None:
-                checkpointed_high_watermark = legacy_offset(HIGH_WATERMARK_FILE)
-
-        segments: list[segment.LogSegment] = []
-        indexes_ok: list[bool] = []
-        bases = _segment_base_offsets(directory, names)
-        if known_end is not None and bases and known_end < bases[-1]:
-            known_end = None  # does not fit the files: find the end from them
-        for position, base_offset in enumerate(bases):
-            # A clean log reads only the active segment's indexes now (none of them when its
-            # end offset is known), the others on first use.
-            lazy = clean_shutdown and (position < len(bases) - 1 or known_end is not None)
-            loaded, ok = segment.LogSegment.open(
-                directory, base_offset, config, now, handles, lazy=lazy
-            )
-            segments.append(loaded)
-            indexes_ok.append(ok)
-        if not segments:
-            start = checkpointed_start or 0
-            segments.append(segment.LogSegment.create(directory, start, config, now, handles))
-            indexes_ok.append(True)
-            clean_shutdown = True
-
-        if clean_shutdown:
-            _recover_segments(segments, [not ok for ok in indexes_ok])
-            if known_end is not None and bases:
-                try:
-                    segments[-1].assume_next_offset(known_end)
-                except ValueError:
-                    logger.warning("%s: checkpointed end does not fit; reading it", directory)
-            if segments[-1].next_offset is None and not segments[-1].load_tail():
-                _recover_segments(segments, [s is segments[-1] for s in segments])
-        else:
-            bases = [s.base_offset for s in segments]
-            first_unflushed = max(0, bisect_right(bases, recovery_point) - 1)
-            logger.info(
-                "%s: unclean shutdown, recovering segments from offset %d",
-                directory.name,
-                bases[first_unflushed],
-            )
-            _recover_segments(
-                segments,
-                [i >= first_unflushed or not ok for i, ok in enumerate(indexes_ok)],
-            )
-            for recovered in segments:
-                recovered.flush()
-        log_end_offset = segments[-1].next_offset
-        assert log_end_offset is not None
-        recovery_point = log_end_offset
-
-        log_start_offset = max(checkpointed_start or 0, segments[0].base_offset)
-        log_start_offset = min(log_start_offset, log_end_offset)
-        log = cls(directory, config, now_ms, segments, log_start_offset, recovery_point)
+        loaded = log_loader.load(directory, config, now_ms(), handles, dir_offsets)
+        names = loaded.names
+        log_start_offset = loaded.log_start_offset
+        recovery_point = loaded.recovery_point
+        log = cls(directory, config, now_ms, loaded.segments, log_start_offset, recovery_point)
         log._handles = handles
         if dir_offsets is None:
             checkpoints.write_offset(directory / RECOVERY_POINT_FILE, recovery_point)
-            if checkpointed_start != log_start_offset:
+            if loaded.checkpointed_start != log_start_offset:
                 checkpoints.write_offset(directory / LOG_START_OFFSET_FILE, log_start_offset)
         else:
             log._managed = True
@@ -296,10 +205,10 @@ class PartitionLog:
             log._legacy_files = [name for name in LEGACY_CHECKPOINT_FILES if name in names]
         log._load_leader_epochs()
         log._rebuild_producer_state(names)
-        log.update_high_watermark(checkpointed_high_watermark or 0)
+        log.update_high_watermark(loaded.high_watermark)
         # From here on a crash must lead to recovery. (A managed log's clean mark is the log
         # directory's, which the LogManager removes once every log is open.)
-        if legacy_clean:
+        if loaded.legacy_clean:
             (directory / CLEAN_SHUTDOWN_FILE).unlink(missing_ok=True)
         return log
 
@@ -584,57 +493,14 @@ class PartitionLog:
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record at or after the log start whose timestamp
-        is >= ``timestamp_ms`` (ListOffsets by timestamp), or None if there is none.
-
-        Uncompressed batches are decoded, so the answer is exact. For a compressed batch the
-        answer is its first offset and max timestamp: a consumer seeking there reads a few
-        earlier records again but misses none. The caller filters by high watermark.
-        """
-        for each in self._segments:
-            if each.max_timestamp < timestamp_ms:
-                continue
-            start = max(each.time_index.lookup(timestamp_ms), self._log_start_offset)
-            for position, header in each.iter_headers(each.offset_index.lookup(start)):
-                if header.last_offset < self._log_start_offset:
-                    continue
-                if header.max_timestamp >= timestamp_ms:
-                    return self._first_record_at_or_after(each, position, header, timestamp_ms)
-        return None
-
-    def _first_record_at_or_after(
-        self, owner: segment.LogSegment, position: int, header: batches.BatchHeader, ts: int
-    ) -> tuple[int, int]:
-        first_offset = max(header.base_offset, self._log_start_offset)
-        if header.compression != batches.COMPRESSION_NONE:
-            return first_offset, header.max_timestamp
-        batch = os.pread(owner.read_file.fileno(), header.size, position)
-        for record in batches.iter_records(batch):
-            if record.offset >= first_offset and record.timestamp >= ts:
-                return record.offset, record.timestamp
-        return first_offset, header.max_timestamp
+        is >= ``timestamp_ms`` (ListOffsets by timestamp); see ``time_lookup``."""
+        return time_lookup.offset_for_timestamp(
+            self._segments, self._log_start_offset, timestamp_ms
+        )
 
     def max_timestamp_and_offset(self) -> tuple[int, int] | None:
-        """(timestamp, offset) of the record with the largest timestamp (ListOffsets -3), the
-        first such record if several; None if no batch has a timestamp. For a compressed
-        CreateTime batch the offset is the batch's first offset."""
-        best: segment.LogSegment | None = None
-        for each in self._segments:
-            if each.max_timestamp >= 0 and (
-                best is None or each.max_timestamp > best.max_timestamp
-            ):
-                best = each
-        if best is None:
-            return None
-        position = best.find_position(best.offset_of_max_timestamp)
-        if position >= best.size:
-            return None
-        header = next(best.iter_headers(position))[1]
-        if header.compression == batches.COMPRESSION_NONE:
-            batch = os.pread(best.read_file.fileno(), header.size, position)
-            for record in batches.iter_records(batch):
-                if record.timestamp == header.max_timestamp:
-                    return record.timestamp, record.offset
-        return header.max_timestamp, header.base_offset
+        """(timestamp, offset) of the record with the largest timestamp (ListOffsets -3)."""
+        return time_lookup.max_timestamp_and_offset(self._segments)
 
     # -- compaction ------------------------------------------------------------------------
 
@@ -718,7 +584,8 @@ class PartitionLog:
             )
         if offset > self._log_start_offset:
             self._set_log_start_offset(offset)
-        self._delete_segments(self._deletable(self._below_log_start), self._now_ms())
+        below = retention.below(self._log_start_offset)
+        self._delete_segments(self._deletable(below), self._now_ms())
         return self._log_start_offset
 
     def apply_retention(self, now_ms: int) -> int:
@@ -726,50 +593,20 @@ class PartitionLog:
         delete) and those below the log start offset. Returns how many were deleted."""
         self._check_open()
         deleted = 0
-        retention_ms = self.config.retention_ms
-        if self.config.deletes_old_segments and retention_ms >= 0:
-
-            def expired(candidate: segment.LogSegment, _: segment.LogSegment | None) -> bool:
-                return now_ms - candidate.largest_timestamp > retention_ms
-
-            deleted += self._delete_segments(self._deletable(expired), now_ms)
-        retention_bytes = self.config.retention_bytes
+        config = self.config
+        if config.deletes_old_segments and config.retention_ms >= 0:
+            rule = retention.older_than(now_ms, config.retention_ms)
+            deleted += self._delete_segments(self._deletable(rule), now_ms)
         size = self.size_bytes
-        if self.config.deletes_old_segments and 0 <= retention_bytes <= size:
-            excess = size - retention_bytes
-
-            def over_size(candidate: segment.LogSegment, _: segment.LogSegment | None) -> bool:
-                nonlocal excess
-                if excess - candidate.size >= 0:
-                    excess -= candidate.size
-                    return True
-                return False
-
-            deleted += self._delete_segments(self._deletable(over_size), now_ms)
-        deleted += self._delete_segments(self._deletable(self._below_log_start), now_ms)
+        if config.deletes_old_segments and 0 <= config.retention_bytes <= size:
+            rule = retention.beyond_size(size, config.retention_bytes)
+            deleted += self._delete_segments(self._deletable(rule), now_ms)
+        below = retention.below(self._log_start_offset)
+        deleted += self._delete_segments(self._deletable(below), now_ms)
         return deleted
 
-    def _below_log_start(self, _: segment.LogSegment, following: segment.LogSegment | None) -> bool:
-        return following is not None and following.base_offset <= self._log_start_offset
-
-    def _deletable(
-        self,
-        predicate: Callable[[segment.LogSegment, segment.LogSegment | None], bool],
-    ) -> list[segment.LogSegment]:
-        """The oldest segments, in order, while ``predicate`` holds, as Kafka chooses them:
-        only data below the high watermark, and never an empty active segment."""
-        chosen = []
-        for index, candidate in enumerate(self._segments):
-            following = self._segments[index + 1] if index + 1 < len(self._segments) else None
-            upper_bound = following.base_offset if following else self._log_end_offset
-            if self._high_watermark < upper_bound:
-                break
-            if following is None and candidate.size == 0:
-                break
-            if not predicate(candidate, following):
-                break
-            chosen.append(candidate)
-        return chosen
+    def _deletable(self, rule: retention.Rule) -> list[segment.LogSegment]:
+        return retention.deletable(self._segments, self._high_watermark, self._log_end_offset, rule)
 
     def _delete_segments(self, doomed: list[segment.LogSegment], now_ms: int) -> int:
         if not doomed:
@@ -949,49 +786,3 @@ class PartitionLog:
 
 def _base_offset_of(each: segment.LogSegment) -> int:
     return each.base_offset
-
-
-def _segment_base_offsets(directory: Path, names: set[str]) -> list[int]:
-    offsets = []
-    for name in names:
-        base_offset = segment.parse_base_offset(name, segment.LOG_SUFFIX)
-        if base_offset is not None:
-            offsets.append(base_offset)
-    known = set(offsets)
-    # Index files whose log is gone would otherwise be picked up by a later segment.
-    for name in names:
-        for suffix in (segment.INDEX_SUFFIX, segment.TIME_INDEX_SUFFIX):
-            orphan = segment.parse_base_offset(name, suffix)
-            if orphan is not None and orphan not in known:
-                (directory / name).unlink()
-    return sorted(offsets)
-
-
-def _remove_leftovers(directory: Path, names: set[str]) -> set[str]:
-    """Files of deletions and atomic writes that a crash interrupted; the names left."""
-    kept = set()
-    for name in names:
-        if name.endswith((segment.DELETED_SUFFIX, checkpoints.TEMPORARY_SUFFIX)):
-            (directory / name).unlink()
-        else:
-            kept.add(name)
-    return kept
-
-
-def _recover_segments(segments: list[segment.LogSegment], selected: list[bool]) -> None:
-    """Recover the selected segments in order. A segment cut short invalidates the ones
-    after it (their offsets would no longer follow on), so those are deleted."""
-    for index, each in enumerate(list(segments)):
-        if not selected[index]:
-            continue
-        removed = each.recover()
-        if removed:
-            logger.warning(
-                "%s: truncated %d bytes of a torn or corrupt tail", each.log_path, removed
-            )
-        if removed and index < len(segments) - 1:
-            for later in segments[index + 1 :]:
-                logger.warning("deleting %s after a torn segment before it", later.log_path)
-                later.delete_files()
-            del segments[index + 1 :]
-            return
