@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i8, i16, i32, i64, u16
 from strom.cluster import delta as deltas
 from strom.cluster import image as images
 from strom.cluster import records
@@ -42,6 +42,21 @@ EVERY_RECORD: list[records.MetadataRecord] = [
     records.PartitionChangeRecord(partition_id=i32(3), topic_id=TOPIC_ID, isr=(i32(1),)),
     records.RemoveTopicRecord(topic_id=TOPIC_ID),
     records.ProducerIdsRecord(broker_id=i32(1), broker_epoch=i64(0), next_producer_id=i64(2000)),
+    records.RegisterBrokerRecord(
+        broker_id=i32(2),
+        incarnation_id=TOPIC_ID,
+        broker_epoch=i64(7),
+        end_points=(
+            records.BrokerEndpoint(
+                name="PLAINTEXT", host="10.0.0.2", port=u16(9092), security_protocol=i16(0)
+            ),
+        ),
+        rack="rack-b",
+        fenced=False,
+    ),
+    records.FenceBrokerRecord(id=i32(2), epoch=i64(7)),
+    records.UnfenceBrokerRecord(id=i32(2), epoch=i64(7)),
+    records.UnregisterBrokerRecord(broker_id=i32(2), broker_epoch=i64(7)),
 ]
 
 
@@ -51,7 +66,7 @@ def test_every_record_round_trips_in_kafkas_frame(record: records.MetadataRecord
     # frame version 1, then the api key and version as unsigned varints
     assert data[0] == records.FRAME_VERSION
     assert data[1] == type(record).__api_key__
-    assert data[2] == 0
+    assert data[2] == type(record).__version__
     assert records.decode(data) == record
 
 
@@ -186,3 +201,45 @@ def test_records_that_contradict_the_image_are_refused(record: records.MetadataR
     ).apply()
     with pytest.raises(deltas.DeltaError):
         applied(image, record)
+
+
+def register(
+    node_id: int, epoch: int, *, fenced: bool, rack: str | None = None
+) -> records.RegisterBrokerRecord:
+    return records.RegisterBrokerRecord(
+        broker_id=i32(node_id),
+        incarnation_id=uuid.uuid4(),
+        broker_epoch=i64(epoch),
+        end_points=(
+            records.BrokerEndpoint(
+                name="PLAINTEXT", host=f"10.0.0.{node_id}", port=u16(9092), security_protocol=i16(0)
+            ),
+        ),
+        rack=rack,
+        fenced=fenced,
+    )
+
+
+def test_brokers_register_are_fenced_and_unfenced_by_epoch() -> None:
+    image = applied(
+        images.MetadataImage("c"),
+        register(1, 10, fenced=False, rack="a"),
+        register(2, 11, fenced=True),
+    ).apply()
+    assert [b.node_id for b in image.live_brokers()] == [1]
+    first = image.brokers[1]
+    endpoint = first.endpoint("PLAINTEXT")
+    assert endpoint is not None and (endpoint.host, endpoint.port) == ("10.0.0.1", 9092)
+    assert first.rack == "a" and first.endpoint("CONTROLLER") is None
+    delta = applied(
+        image,
+        records.UnfenceBrokerRecord(id=i32(2), epoch=i64(11)),
+        records.FenceBrokerRecord(id=i32(1), epoch=i64(10)),
+    )
+    image = delta.apply()
+    assert [b.node_id for b in image.live_brokers()] == [2] and delta.changed_brokers == {1, 2}
+    # A record for an old incarnation (another epoch) contradicts the image.
+    with pytest.raises(deltas.DeltaError):
+        applied(image, records.UnfenceBrokerRecord(id=i32(1), epoch=i64(9)))
+    gone = applied(image, records.UnregisterBrokerRecord(broker_id=i32(1), broker_epoch=i64(10)))
+    assert set(gone.apply().brokers) == {2}

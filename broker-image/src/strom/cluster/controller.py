@@ -101,7 +101,13 @@ class Controller:
         return self._loader.image
 
     def live_brokers(self) -> list[int]:
-        return [self.node_id]
+        """Brokers new replicas may go to: the registered, unfenced ones (this node alone
+        while none has registered, as on a single node)."""
+        live = [broker.node_id for broker in self.image.live_brokers()]
+        return live or [self.node_id]
+
+    def _racks(self) -> dict[int, str | None]:
+        return {node_id: broker.rack for node_id, broker in self.image.brokers.items()}
 
     # Topics --------------------------------------------------------------------------
 
@@ -208,7 +214,7 @@ class Controller:
             raise topics.InvalidReplicationFactorError("Replication factor must be larger than 0.")
         start = self._placement_start
         self._placement_start += 1
-        return placement.place(self.live_brokers(), 0, count, factor, start)
+        return placement.place(self.live_brokers(), 0, count, factor, start, self._racks())
 
     def _checked_assignments(self, assignments: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:
         live = set(self.live_brokers())
@@ -320,7 +326,12 @@ class Controller:
                 start = self._placement_start
                 self._placement_start += 1
                 replicas = placement.place(
-                    self.live_brokers(), current, adding, existing.replication_factor, start
+                    self.live_brokers(),
+                    current,
+                    adding,
+                    existing.replication_factor,
+                    start,
+                    self._racks(),
                 )
             config = self._config()
             self._check_capacity(

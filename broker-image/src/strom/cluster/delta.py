@@ -9,6 +9,7 @@ cluster with 10,000 partitions costs one topic, not the cluster.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass, field
 
@@ -38,6 +39,8 @@ class MetadataDelta:
     changed_topic_configs: set[uuid.UUID] = field(default_factory=set)
     changed_broker_configs: set[str] = field(default_factory=set)
     producer_ids_changed: bool = False
+    changed_brokers: set[int] = field(default_factory=set)
+    _brokers: dict[int, images.BrokerImage | None] = field(default_factory=dict)
     _topics: dict[uuid.UUID, _TopicChange] = field(default_factory=dict)
     _broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     _next_producer_id: int | None = None
@@ -54,6 +57,15 @@ class MetadataDelta:
             self._replay_config(record)
         elif isinstance(record, records.RemoveTopicRecord):
             self._replay_remove_topic(record)
+        elif isinstance(record, records.RegisterBrokerRecord):
+            self._replay_register_broker(record)
+        elif isinstance(
+            record,
+            records.UnregisterBrokerRecord
+            | records.FenceBrokerRecord
+            | records.UnfenceBrokerRecord,
+        ):
+            self._replay_broker_change(record)
         elif isinstance(record, records.ProducerIdsRecord):
             self._next_producer_id = int(record.next_producer_id)
             self.producer_ids_changed = True
@@ -65,6 +77,7 @@ class MetadataDelta:
             self._topics
             or self.removed_topics
             or self._broker_configs
+            or self._brokers
             or self._next_producer_id is not None
         )
 
@@ -146,6 +159,52 @@ class MetadataDelta:
         self.changed_partitions.pop(record.topic_id, None)
         self.changed_topic_configs.discard(record.topic_id)
 
+    # Brokers -------------------------------------------------------------------------
+
+    def _broker(self, node_id: int) -> images.BrokerImage | None:
+        if node_id in self._brokers:
+            return self._brokers[node_id]
+        return self.image.brokers.get(node_id)
+
+    def _replay_register_broker(self, record: records.RegisterBrokerRecord) -> None:
+        node_id = int(record.broker_id)
+        self._brokers[node_id] = images.BrokerImage(
+            node_id=node_id,
+            incarnation_id=record.incarnation_id,
+            epoch=int(record.broker_epoch),
+            endpoints=tuple(
+                images.BrokerEndpoint(e.name, e.host, int(e.port), int(e.security_protocol))
+                for e in record.end_points
+            ),
+            rack=record.rack,
+            fenced=bool(record.fenced),
+            in_controlled_shutdown=bool(record.in_controlled_shutdown),
+        )
+        self.changed_brokers.add(node_id)
+
+    def _replay_broker_change(
+        self,
+        record: records.UnregisterBrokerRecord
+        | records.FenceBrokerRecord
+        | records.UnfenceBrokerRecord,
+    ) -> None:
+        if isinstance(record, records.UnregisterBrokerRecord):
+            node_id, epoch = int(record.broker_id), int(record.broker_epoch)
+        else:
+            node_id, epoch = int(record.id), int(record.epoch)
+        current = self._broker(node_id)
+        if current is None or current.epoch != epoch:
+            raise DeltaError(
+                f"{type(record).__name__} for broker {node_id} epoch {epoch}, "
+                "which is not registered"
+            )
+        if isinstance(record, records.UnregisterBrokerRecord):
+            self._brokers[node_id] = None
+        else:
+            fenced = isinstance(record, records.FenceBrokerRecord)
+            self._brokers[node_id] = dataclasses.replace(current, fenced=fenced)
+        self.changed_brokers.add(node_id)
+
     # Configs -------------------------------------------------------------------------
 
     def _replay_config(self, record: records.ConfigRecord) -> None:
@@ -187,6 +246,12 @@ class MetadataDelta:
                 broker_configs[name] = dict(layer)
             else:
                 broker_configs.pop(name, None)
+        brokers = dict(before.brokers)
+        for node_id, broker in self._brokers.items():
+            if broker is None:
+                brokers.pop(node_id, None)
+            else:
+                brokers[node_id] = broker
         next_producer_id = before.next_producer_id
         if self._next_producer_id is not None:
             next_producer_id = self._next_producer_id
@@ -197,6 +262,7 @@ class MetadataDelta:
             topics_by_id=topics_by_id,
             broker_configs=broker_configs,
             next_producer_id=next_producer_id,
+            brokers=brokers,
         )
 
 

@@ -15,6 +15,31 @@ NO_LEADER = -1
 
 
 @dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    listener: str
+    host: str
+    port: int
+    security_protocol: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerImage:
+    """A registered broker: where it listens, its rack, and whether it is fenced (it
+    missed its heartbeats, or has not caught up yet: it leads no partition then)."""
+
+    node_id: int
+    incarnation_id: uuid.UUID
+    epoch: int
+    endpoints: tuple[BrokerEndpoint, ...]
+    rack: str | None = None
+    fenced: bool = True
+    in_controlled_shutdown: bool = False
+
+    def endpoint(self, listener: str) -> BrokerEndpoint | None:
+        return next((e for e in self.endpoints if e.listener == listener), None)
+
+
+@dataclass(frozen=True, slots=True)
 class PartitionImage:
     index: int
     replicas: tuple[int, ...]
@@ -53,6 +78,7 @@ class MetadataImage:
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # the first producer id of the next block the controller hands out
     next_producer_id: int = 0
+    brokers: Mapping[int, BrokerImage] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics.get(name)
@@ -73,6 +99,10 @@ class MetadataImage:
             for partition in topic.partitions.values():
                 if node_id in partition.replicas:
                     yield topic, partition
+
+    def live_brokers(self) -> list[BrokerImage]:
+        """Registered brokers that are not fenced, by id."""
+        return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
 
     @property
     def partition_total(self) -> int:

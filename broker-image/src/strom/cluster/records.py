@@ -19,7 +19,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_unsigned_varint
 from kio.serial.writers import write_unsigned_varint
 from kio.static.constants import EntityType
-from kio.static.primitive import i8, i16, i32, i64, uvarint
+from kio.static.primitive import i8, i16, i32, i64, u16, uvarint
 
 FRAME_VERSION = 1
 # ConfigRecord resource types (Kafka's ConfigResource.Type ids).
@@ -117,8 +117,87 @@ class ProducerIdsRecord:
     next_producer_id: i64 = field(metadata={"kafka_type": "int64"})
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerEndpoint:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    name: str = field(metadata={"kafka_type": "string"})
+    host: str = field(metadata={"kafka_type": "string"})
+    port: u16 = field(metadata={"kafka_type": "uint16"})
+    security_protocol: i16 = field(metadata={"kafka_type": "int16"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerFeature:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    name: str = field(metadata={"kafka_type": "string"})
+    min_supported_version: i16 = field(metadata={"kafka_type": "int16"})
+    max_supported_version: i16 = field(metadata={"kafka_type": "int16"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegisterBrokerRecord:
+    """RegisterBrokerRecord.json, api key 0, version 1: a broker and where it listens."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[int] = 0
+    broker_id: i32 = field(metadata={"kafka_type": "int32"})
+    incarnation_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
+    broker_epoch: i64 = field(metadata={"kafka_type": "int64"})
+    end_points: tuple[BrokerEndpoint, ...]
+    features: tuple[BrokerFeature, ...] = ()
+    rack: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    fenced: bool = field(metadata={"kafka_type": "bool"}, default=True)
+    in_controlled_shutdown: bool = field(metadata={"kafka_type": "bool"}, default=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnregisterBrokerRecord:
+    """UnregisterBrokerRecord.json, api key 6."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[int] = 6
+    broker_id: i32 = field(metadata={"kafka_type": "int32"})
+    broker_epoch: i64 = field(metadata={"kafka_type": "int64"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FenceBrokerRecord:
+    """FenceBrokerRecord.json, api key 7: the broker missed its heartbeats."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[int] = 7
+    id: i32 = field(metadata={"kafka_type": "int32"})
+    epoch: i64 = field(metadata={"kafka_type": "int64"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnfenceBrokerRecord:
+    """UnfenceBrokerRecord.json, api key 8: the broker caught up and may lead again."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[int] = 8
+    id: i32 = field(metadata={"kafka_type": "int32"})
+    epoch: i64 = field(metadata={"kafka_type": "int64"})
+
+
 MetadataRecord = (
-    TopicRecord
+    RegisterBrokerRecord
+    | UnregisterBrokerRecord
+    | FenceBrokerRecord
+    | UnfenceBrokerRecord
+    | TopicRecord
     | PartitionRecord
     | ConfigRecord
     | PartitionChangeRecord
@@ -129,6 +208,10 @@ MetadataRecord = (
 _BY_API_KEY: dict[int, type[Any]] = {
     cls.__api_key__: cls
     for cls in (
+        RegisterBrokerRecord,
+        UnregisterBrokerRecord,
+        FenceBrokerRecord,
+        UnfenceBrokerRecord,
         TopicRecord,
         PartitionRecord,
         ConfigRecord,
