@@ -4,11 +4,21 @@ it refuses, and that a failure leaves nothing half-made behind."""
 from __future__ import annotations
 
 import asyncio
+import collections
+import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 
 import pytest
-from strom.cluster import config_cache, controller, loader, metadata_log, records, topics
+from strom.cluster import (
+    broker_sessions,
+    config_cache,
+    controller,
+    loader,
+    metadata_log,
+    records,
+    topics,
+)
 from strom.cluster import image as images
 from strom.config import broker as broker_config
 from strom.config import definitions
@@ -256,3 +266,64 @@ async def test_producer_id_blocks_are_never_handed_out_twice(tmp_path: Path) -> 
         assert (await second.controller.allocate_producer_ids(1)).start == 3000
     finally:
         second.close()
+
+
+def registration(
+    node_id: int, incarnation: uuid.UUID, rack: str | None = None
+) -> broker_sessions.Registration:
+    return broker_sessions.Registration(
+        node_id=node_id,
+        cluster_id="cluster",
+        incarnation_id=incarnation,
+        endpoints=(images.BrokerEndpoint("PLAINTEXT", f"10.0.0.{node_id}", 9092, 0),),
+        rack=rack,
+    )
+
+
+async def test_brokers_register_fenced_and_are_unfenced_once_caught_up(node: Node) -> None:
+    first = uuid.uuid4()
+    epoch = await node.controller.register_broker(registration(2, first, "b"), now_ms=0)
+    assert node.image.brokers[2].fenced and node.image.brokers[2].rack == "b"
+    behind = await node.controller.broker_heartbeat(
+        2, epoch, epoch - 1, want_fence=False, want_shut_down=False, now_ms=1000
+    )
+    assert behind.is_fenced and not behind.is_caught_up
+    caught_up = await node.controller.broker_heartbeat(
+        2, epoch, node.image.offset, want_fence=False, want_shut_down=False, now_ms=2000
+    )
+    assert not caught_up.is_fenced and [b.node_id for b in node.image.live_brokers()] == [2]
+    # Another incarnation while this one's session lives: refused, as Kafka does.
+    with pytest.raises(broker_sessions.DuplicateBrokerRegistrationError):
+        await node.controller.register_broker(registration(2, uuid.uuid4()), now_ms=3000)
+    with pytest.raises(broker_sessions.StaleBrokerEpochError):
+        await node.controller.broker_heartbeat(
+            2, epoch + 100, 0, want_fence=False, want_shut_down=False, now_ms=3000
+        )
+    # No heartbeat for broker.session.timeout.ms (9 s): fenced.
+    assert await node.controller.fence_expired_brokers(now_ms=5000) == []
+    assert await node.controller.fence_expired_brokers(now_ms=11_001) == [2]
+    assert node.image.brokers[2].fenced and node.image.live_brokers() == []
+    # Its session over, a new incarnation may register (a restarted broker).
+    again = await node.controller.register_broker(registration(2, uuid.uuid4()), now_ms=12_000)
+    assert again > epoch
+
+
+async def test_new_replicas_go_to_the_live_brokers_across_racks(node: Node) -> None:
+    for node_id, rack in ((1, "a"), (2, "a"), (3, "b"), (4, "b")):
+        epoch = await node.controller.register_broker(
+            registration(node_id, uuid.uuid4(), rack), now_ms=0
+        )
+        await node.controller.broker_heartbeat(
+            node_id, epoch, node.image.offset, want_fence=False, want_shut_down=False, now_ms=0
+        )
+    (outcome,) = await node.controller.create_topics([controller.NewTopic("spread", 8, 2)])
+    assert outcome.error is None
+    racks = {1: "a", 2: "a", 3: "b", 4: "b"}
+    topic = node.image.topics["spread"]
+    for partition in topic.partitions.values():
+        assert len({racks[r] for r in partition.replicas}) == 2
+    leaders = collections.Counter(p.leader for p in topic.partitions.values())
+    assert sorted(leaders.values()) == [2, 2, 2, 2]
+    # This node hosts only the partitions placed on it.
+    local = {p.index for p in topic.partitions.values() if 1 in p.replicas}
+    assert {i for i in range(8) if node.replicas.partition("spread", i)} == local

@@ -23,9 +23,9 @@ from typing import Protocol
 
 from kio.static.primitive import i8, i32, i64
 
+from strom.cluster import broker_sessions, metadata_log, placement, records, topics
 from strom.cluster import image as images
 from strom.cluster import loader as loaders
-from strom.cluster import metadata_log, placement, records, topics
 from strom.config import broker as broker_config
 from strom.config import definitions as config_definitions
 from strom.config import topics as topic_config
@@ -95,6 +95,9 @@ class Controller:
         self._preparer = preparer
         self._lock = asyncio.Lock()
         self._placement_start = 0
+        self._sessions = broker_sessions.BrokerSessions(
+            config().get_int("broker.session.timeout.ms")
+        )
 
     @property
     def image(self) -> images.MetadataImage:
@@ -366,6 +369,60 @@ class Controller:
             )
         which = "cluster-wide default" if resource_name == "" else f"broker {resource_name}"
         log.info("altered dynamic %s configs: %s", which, dict(layer) or "none")
+
+    # Brokers -------------------------------------------------------------------------
+
+    async def register_broker(self, registration: broker_sessions.Registration, now_ms: int) -> int:
+        """Register a broker incarnation (fenced until it catches up); its broker epoch."""
+        async with self._lock:
+            record = self._sessions.register(self.image, registration, now_ms)
+            await self._commit(_Batch([record]))
+        log.info(
+            "registered broker %d (epoch %d, rack %s)",
+            registration.node_id,
+            record.broker_epoch,
+            registration.rack,
+        )
+        return int(record.broker_epoch)
+
+    async def broker_heartbeat(
+        self,
+        node_id: int,
+        broker_epoch: int,
+        metadata_offset: int,
+        *,
+        want_fence: bool,
+        want_shut_down: bool,
+        now_ms: int,
+    ) -> broker_sessions.HeartbeatAnswer:
+        async with self._lock:
+            changes, answer = self._sessions.heartbeat(
+                self.image,
+                node_id,
+                broker_epoch,
+                metadata_offset,
+                want_fence,
+                want_shut_down,
+                now_ms,
+            )
+            await self._commit(_Batch(changes))
+        for change in changes:
+            log.info(
+                "broker %d is %s",
+                node_id,
+                type(change).__name__.removesuffix("BrokerRecord").lower() + "d",
+            )
+        return answer
+
+    async def fence_expired_brokers(self, now_ms: int) -> list[int]:
+        """Fence the brokers whose session expired; their ids."""
+        async with self._lock:
+            fences = self._sessions.expired(self.image, now_ms)
+            await self._commit(_Batch(fences))
+        fenced = [int(f.id) for f in fences if isinstance(f, records.FenceBrokerRecord)]
+        for node_id in fenced:
+            log.warning("fenced broker %d: no heartbeat for broker.session.timeout.ms", node_id)
+        return fenced
 
     # Producer ids --------------------------------------------------------------------
 
