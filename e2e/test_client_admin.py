@@ -187,7 +187,6 @@ def test_strom_refuses_elect_leaders_clearly(strom_admin: client_admin.Admin, to
         ),
         (lambda a: a.list_partition_reassignments(), "ListPartitionReassignments"),
         (lambda a: a.describe_log_dirs(), "DescribeLogDirs"),
-        (lambda a: a.describe_metadata_quorum(), "DescribeQuorum"),
     ],
 )
 def test_strom_refuses_the_hand_sent_requests_clearly(
@@ -203,5 +202,17 @@ def test_strom_refuses_the_hand_sent_requests_clearly(
 
 async def test_strom_refuses_through_async_admin_too(strom: StromProcess) -> None:
     admin = client_admin.AsyncAdmin(strom.bootstrap, timeout=QUICK_S)
-    with pytest.raises(errors.UnsupportedError, match="does not support DescribeQuorum"):
-        await admin.describe_metadata_quorum()
+    with pytest.raises(errors.UnsupportedError, match="does not support DescribeLogDirs"):
+        await admin.describe_log_dirs()
+
+
+async def test_strom_describes_its_quorum_of_one(
+    strom: StromProcess, strom_admin: client_admin.Admin
+) -> None:
+    for quorum in (
+        strom_admin.describe_metadata_quorum(),
+        await client_admin.AsyncAdmin(strom.bootstrap, timeout=QUICK_S).describe_metadata_quorum(),
+    ):
+        assert (quorum.leader_id, quorum.leader_epoch) == (1, 1)
+        assert [v.id for v in quorum.voters] == [1] and quorum.observers == ()
+        assert quorum.voters[0].log_end_offset == quorum.high_watermark

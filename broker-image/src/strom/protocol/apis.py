@@ -47,6 +47,7 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    DESCRIBE_QUORUM = 55
     DESCRIBE_CLUSTER = 60
 
 
@@ -76,6 +77,7 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.DELETE_GROUPS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_QUORUM: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
 }
 

@@ -21,6 +21,7 @@ from strom.cluster import (
     loader,
     metadata_log,
     migration,
+    quorum,
     topics,
 )
 from strom.cluster import delta as deltas
@@ -103,6 +104,7 @@ class Broker:
             metrics=self.metrics,
             clock=self.clock,
             offsets_topic=self.offsets_topic,
+            quorum=quorum.SingleNodeQuorum(config.node_id, self.metadata_log),
         )
         self._servers: list[asyncio.Server] = []
         self._connections: set[connections.KafkaConnection] = set()

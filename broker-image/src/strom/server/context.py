@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from strom.clock import Clock
-from strom.cluster import config_cache, controller, loader, topics
+from strom.cluster import config_cache, controller, loader, quorum, topics
 from strom.cluster import image as images
 from strom.config import broker as broker_config
 from strom.coordinator import groups as group_coordinator
@@ -67,6 +67,7 @@ class BrokerContext:
         metrics: broker_metrics.BrokerMetrics,
         clock: Clock,
         offsets_topic: OffsetsTopic,
+        quorum: quorum.Quorum,
     ) -> None:
         self.node_id = node_id
         self._metadata = metadata
@@ -78,6 +79,7 @@ class BrokerContext:
         self.metrics = metrics
         self.clock = clock
         self.offsets_topic = offsets_topic
+        self.quorum = quorum
         self.endpoints: list[Endpoint] = []
 
     @property
