@@ -77,24 +77,32 @@ class StromProcess:
         command: Sequence[str] | None = None,
         port: int | None = None,
         metrics_port: int | None = None,
+        host: str = "127.0.0.1",
+        wrap: Sequence[str] = (),
     ) -> None:
+        """`host` is the address to listen on (and advertise, if not loopback); `wrap` is
+        an argv prefix, e.g. netns.Host.prefix to run the broker inside a test host's
+        network namespace (then pass host=str(that_host.address): ports are per namespace,
+        so the free_port() defaults, free on 127.0.0.1 here, are as good as any)."""
         self.data_dir = Path(data_dir)
         self.log_dir = self.data_dir / "log"
         self.port = port or free_port()
         self.metrics_port = metrics_port or free_port()
         self.overrides = dict(overrides or {})
         self.command = list(command) if command else server_command()
+        self.host = host
+        self.wrap = list(wrap)
         self.proc: subprocess.Popen[bytes] | None = None
         self.starts = 0
         self._stderr_path: Path | None = None
 
     @property
     def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def metrics_url(self) -> str:
-        return f"http://127.0.0.1:{self.metrics_port}"
+        return f"http://{self.host}:{self.metrics_port}"
 
     @property
     def running(self) -> bool:
@@ -102,12 +110,14 @@ class StromProcess:
 
     def argv(self) -> list[str]:
         settings = {
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "log.dirs": str(self.log_dir),
-            "metrics.listener": f"http://127.0.0.1:{self.metrics_port}",
-            **self.overrides,
+            "metrics.listener": self.metrics_url,
         }
-        argv = list(self.command)
+        if self.host != "127.0.0.1":
+            settings["advertised.listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
+        settings.update(self.overrides)
+        argv = [*self.wrap, *self.command]
         for key, value in settings.items():
             argv += ["--override", f"{key}={value}"]
         return argv

@@ -7,25 +7,28 @@ Names carry the run id so that a sweep removes exactly what one run made:
   netns          strom-k8s-<run>-<n>
 Pods get no default route: they reach the pod subnet (other pods and the host's bridge
 address) and nothing else, so no pod traffic can leave this machine.
+
+The bridge, namespace and veth plumbing is e2e/netns.py's (shared with the fault tests'
+Hosts); this module only names things for the kubelet and the harness.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import subprocess
+import sys
 from pathlib import Path
 
-NETNS_DIR = Path("/run/netns")
-IP_TIMEOUT_S = 10.0
+# The kubelet runs as `python k8s_kubelet.py` (sys.path[0] is this folder), and the harness
+# by hand as `python k8s_harness.py up`: both need e2e/ for the shared module.
+E2E_DIR = Path(__file__).resolve().parent.parent
+if str(E2E_DIR) not in sys.path:
+    sys.path.append(str(E2E_DIR))
 
+import netns as shared  # noqa: E402
+from netns import ip as ip  # noqa: E402
+from netns import netns_pids as netns_pids  # noqa: E402
 
-def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(
-        ["ip", *args], capture_output=True, text=True, timeout=IP_TIMEOUT_S, check=False
-    )
-    if check and proc.returncode != 0:
-        raise RuntimeError(f"ip {' '.join(args)}: {proc.stderr.strip()}")
-    return proc
+POD_SUBNETS = "10.213.0.0/16"
 
 
 def bridge_name(run_id: str) -> str:
@@ -40,31 +43,14 @@ def netns_prefix(run_id: str) -> str:
     return f"strom-k8s-{run_id}-"
 
 
-def pick_subnet(base: str = "10.213.0.0/16") -> ipaddress.IPv4Network:
+def pick_subnet(base: str = POD_SUBNETS) -> ipaddress.IPv4Network:
     """The first /24 of `base` that no route on this machine overlaps."""
-    used = []
-    for line in ip("-4", "route", "show", "table", "all").stdout.splitlines():
-        word = line.split()[0] if line.split() else ""
-        if word in ("local", "broadcast", "unreachable", "blackhole", "prohibit"):
-            word = line.split()[1]
-        if word == "default":
-            continue
-        try:
-            used.append(ipaddress.ip_network(word, strict=False))
-        except ValueError:
-            continue
-    for candidate in ipaddress.ip_network(base).subnets(new_prefix=24):
-        if not any(candidate.overlaps(net) for net in used):
-            return candidate
-    raise RuntimeError(f"no free /24 left in {base}")
+    return shared.pick_subnet(base)
 
 
 def create_bridge(run_id: str, subnet: ipaddress.IPv4Network) -> str:
     name = bridge_name(run_id)
-    gateway = next(subnet.hosts())
-    ip("link", "add", name, "type", "bridge")
-    ip("addr", "add", f"{gateway}/{subnet.prefixlen}", "dev", name)
-    ip("link", "set", name, "up")
+    shared.create_bridge(name, subnet)
     return name
 
 
@@ -74,43 +60,21 @@ def create_pod_network(
     """A netns with lo and eth0 (the pod IP), its veth peer on the run's bridge."""
     netns = f"{netns_prefix(run_id)}{index}"
     host_veth = f"{veth_prefix(run_id)}{index:x}"
-    ip("netns", "add", netns)
-    try:
-        ip("link", "add", host_veth, "type", "veth", "peer", "name", "eth0", "netns", netns)
-        ip("link", "set", host_veth, "master", bridge_name(run_id), "up")
-        ip("-n", netns, "link", "set", "lo", "up")
-        ip("-n", netns, "addr", "add", f"{address}/{prefixlen}", "dev", "eth0")
-        ip("-n", netns, "link", "set", "eth0", "up")
-    except Exception:
-        delete_pod_network(netns, host_veth)
-        raise
+    shared.create_netns_on_bridge(netns, host_veth, bridge_name(run_id), address, prefixlen)
     return netns, host_veth
 
 
-def netns_pids(netns: str) -> list[int]:
-    proc = ip("netns", "pids", netns, check=False)
-    return [int(word) for word in proc.stdout.split() if word.isdigit()]
-
-
 def delete_pod_network(netns: str, host_veth: str) -> None:
-    """Deleting the namespace destroys eth0 and with it the host veth; delete both anyway."""
-    ip("link", "del", host_veth, check=False)
-    ip("netns", "del", netns, check=False)
+    shared.delete_netns(netns, host_veth)
 
 
 def run_links(run_id: str) -> list[str]:
     """Interfaces on the host that this run made (bridge and host-side veths)."""
-    names = []
-    for line in ip("-o", "link", "show").stdout.splitlines():
-        name = line.split(":")[1].strip().split("@")[0]
-        if name == bridge_name(run_id) or name.startswith(veth_prefix(run_id)):
-            names.append(name)
-    return names
+    return shared.list_links(bridge_name(run_id), veth_prefix(run_id))
 
 
 def run_netns(run_id: str) -> list[str]:
-    names = [line.split()[0] for line in ip("netns", "list").stdout.splitlines() if line]
-    return [name for name in names if name.startswith(netns_prefix(run_id))]
+    return shared.list_netns(netns_prefix(run_id))
 
 
 def sweep(run_id: str) -> None:
