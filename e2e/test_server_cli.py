@@ -49,6 +49,77 @@ def test_bad_configuration_is_refused_naming_the_key(
     assert not (tmp_path / ".strom-data").exists(), "nothing is written before config is valid"
 
 
+KAFKA_CONFIGS = Path(__file__).parents[1] / "broker-image" / "tests" / "config" / "kafka_configs"
+
+
+@pytest.mark.parametrize(
+    ("text", "overrides", "key", "expected"),
+    [
+        (
+            "node.id=4\nlisteners=PLAINTEXT://:9092,CONTROLLER://:9093\n"
+            "controller.listener.names=CONTROLLER\n"
+            "controller.quorum.voters=1@localhost:9093,2@localhost:9095,3@localhost:9097\n",
+            [],
+            "controller.quorum.voters",
+            "this node (node.id=4) has the controller role but is not a voter",
+        ),
+        (
+            "process.roles=broker\nnode.id=2\ncontroller.quorum.voters=1@localhost:9093\n"
+            "listeners=PLAINTEXT://:9092,CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n",
+            [],
+            "controller.listener.names",
+            "must not be in listeners on a broker-only node",
+        ),
+        (
+            "listeners=PLAINTEXT://:9092,CONTROLLER://:9093\ncontroller.listener.names=CONTROLLER\n"
+            "controller.quorum.bootstrap.servers=localhost:9093,localhost:9095,localhost:9097\n",
+            [],
+            "controller.quorum.bootstrap.servers",
+            "without controller.quorum.voters a controller starts as a quorum of one",
+        ),
+        ("node.id=1\n", ["--override", "broker.id=2"], "node.id", "must be the same as broker.id"),
+    ],
+    ids=["not-a-voter", "broker-with-controller-listener", "bootstrap-without-voters", "broker-id"],
+)
+def test_a_contradictory_quorum_file_is_refused_in_one_line_naming_the_key(
+    tmp_path: Path, text: str, overrides: list[str], key: str, expected: str
+) -> None:
+    path = tmp_path / "cluster.properties"
+    path.write_text(text)
+    code, stderr = run_to_exit([str(path), *overrides], tmp_path)
+    assert code == 2, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith(f"strom-server: configuration error: {key}: "), stderr
+    assert expected in lines[0] and f"set in {path}" in lines[0], stderr
+    assert not (tmp_path / ".strom-data").exists(), "nothing is written before config is valid"
+
+
+def test_kafkas_combined_mode_server_properties_runs_as_a_quorum_of_one(tmp_path: Path) -> None:
+    # Kafka 4's config/server.properties, verbatim; only the ports and the data directory
+    # are moved (the same keys a Kafka user would change to run two on one machine).
+    port, controller_port = free_port(), free_port()
+    endpoints = f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"
+    broker = StromProcess(
+        tmp_path,
+        port=port,
+        command=[*server_command(), str(KAFKA_CONFIGS / "kraft-reconfig-server.properties")],
+        overrides={
+            "listeners": endpoints,
+            "advertised.listeners": endpoints,
+            "controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}",
+        },
+    )
+    broker.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        metadata = admin.list_topics("made-by-kafkas-file", timeout=10)
+        assert len(metadata.topics["made-by-kafkas-file"].partitions) == 1
+        assert [b.port for b in metadata.brokers.values()] == [port]  # not the controller's
+    finally:
+        broker.stop()
+
+
 def test_properties_file_and_environment_configure_the_broker(tmp_path: Path) -> None:
     properties = tmp_path / "server.properties"
     properties.write_text("# a Kafka-style file\nnum.partitions=2\nlog.retention.hours=12\n")

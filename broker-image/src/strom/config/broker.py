@@ -4,8 +4,9 @@ A `BrokerConfig` is built from the settings given explicitly (properties file,
 environment, `--override`; see `loading.py`): everything given is
 STATIC_BROKER_CONFIG, everything else is the DEFAULT_CONFIG from `definitions.py`.
 Construction validates every value and the rules that tie several keys together
-(listeners, advertised listeners, controller names, quorum voters), so a server that
-got a `BrokerConfig` can trust it.
+(roles, node id, listeners, advertised listeners, controller names, the quorum; Kafka's
+`KafkaConfig.validateValues`), so a server that got a `BrokerConfig` can trust it. A
+refusal names the key and where it was set, and the other keys involved with theirs.
 
 Above the static settings sit Kafka's two dynamic layers, changed at run time with
 AlterConfigs and kept in the cluster metadata: the cluster-wide defaults
@@ -17,11 +18,12 @@ never changes: `with_dynamic` makes the next one.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from strom.config import definitions
+from strom.config import definitions, quorum
 
 # A topic config name given as a broker setting is a common slip; point at the broker name.
 _BROKER_NAME_OF_TOPIC_CONFIG = {
@@ -48,11 +50,13 @@ class Listener:
         return f"{self.name}://{host}:{self.port}"
 
 
-@dataclasses.dataclass(frozen=True)
-class QuorumVoter:
-    node_id: int
-    host: str
-    port: int
+Voter = quorum.Voter
+QuorumVoter = quorum.Voter  # the name tests and callers used before quorum.py
+QuorumSettings = quorum.QuorumSettings
+
+# Hosts that stand for "this machine" when an endpoint is compared with a listener.
+_WILDCARD_HOSTS = ("", "0.0.0.0", "::")
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def parse_protocol_map(text: str) -> dict[str, str]:
@@ -71,7 +75,10 @@ def parse_listeners(
     key: str = "listeners",
     controller_names: Iterable[str] = (),
 ) -> list[Listener]:
-    """Parse a listeners value; raise ConfigError naming `key` for what Strom cannot serve."""
+    """Parse a listeners value; raise ConfigError naming `key` for what Strom cannot serve.
+
+    `controller_names` are listeners that default to PLAINTEXT when the map lacks them
+    (Kafka does so only while listener.security.protocol.map is left at its default)."""
     controller = set(controller_names)
     listeners: list[Listener] = []
     for item in filter(None, (part.strip() for part in text.split(","))):
@@ -91,6 +98,7 @@ def parse_listeners(
                 f"{key}: listener {name!r} has no security protocol in"
                 " listener.security.protocol.map",
                 key,
+                ("listener.security.protocol.map",),
             )
         if protocol != "PLAINTEXT":
             raise definitions.ConfigError(
@@ -106,14 +114,24 @@ def parse_listeners(
     return listeners
 
 
-def parse_quorum_voters(items: Iterable[str]) -> list[QuorumVoter]:
+def parse_quorum_voters(items: Iterable[str]) -> list[Voter]:
     voters = []
     for item in items:
         node_id, _, address = item.partition("@")
         host_port = definitions.parse_host_port(address)
         assert host_port is not None  # the definition's validator checked the shape
-        voters.append(QuorumVoter(int(node_id), host_port[0], host_port[1]))
+        voters.append(Voter(int(node_id), host_port[0], host_port[1]))
     return voters
+
+
+def parse_host_ports(items: Iterable[str]) -> list[tuple[str, int]]:
+    """controller.quorum.bootstrap.servers entries as (host, port)."""
+    result = []
+    for item in items:
+        host_port = definitions.parse_host_port(item)
+        assert host_port is not None  # the definition's validator checked the shape
+        result.append(host_port)
+    return result
 
 
 _DYNAMIC_ORIGINS = {
@@ -163,6 +181,11 @@ class BrokerConfig:
                     break
             else:
                 self._values[name] = definition.default_value()
+        # broker.id is node.id's old name (Kafka's KafkaConfig.populateSynonyms).
+        if self.is_set("broker.id") and not self.is_set("node.id"):
+            self._values["node.id"] = self._values["broker.id"]
+        elif not self.is_set("broker.id"):
+            self._values["broker.id"] = self._values["node.id"]
         self._check_together()
 
     def _parse_setting(
@@ -295,6 +318,7 @@ class BrokerConfig:
 
     @property
     def node_id(self) -> int:
+        """node.id, else broker.id (its old name), else 1."""
         return self.get_int("node.id")
 
     @property
@@ -348,9 +372,33 @@ class BrokerConfig:
         return [name.upper() for name in self.get_list("controller.listener.names")]
 
     @property
-    def controller_quorum_voters(self) -> list[QuorumVoter]:
-        """Static voters; empty means a single-node quorum made of this node."""
+    def controller_listeners(self) -> list[Listener]:
+        """The listeners named by controller.listener.names, in that order: where this
+        node serves the quorum. Never among `client_listeners` or `advertised_listeners`."""
+        by_name = {listener.name: listener for listener in self._listeners}
+        return [by_name[name] for name in self.controller_listener_names if name in by_name]
+
+    @property
+    def controller_quorum_voters(self) -> list[Voter]:
+        """controller.quorum.voters as given; see `quorum` for the voters the node uses."""
         return parse_quorum_voters(self.get_list("controller.quorum.voters"))
+
+    @property
+    def controller_quorum_bootstrap_servers(self) -> list[tuple[str, int]]:
+        return parse_host_ports(self.get_list("controller.quorum.bootstrap.servers"))
+
+    @functools.cached_property
+    def quorum(self) -> QuorumSettings:
+        """The metadata quorum (validated at construction): with no quorum settings, a
+        quorum of one. Built on first use: this node's own endpoint may need its host
+        name, a DNS lookup that a config rebuilt by AlterConfigs should not wait for."""
+        return self._quorum_settings()
+
+    @property
+    def metadata_log_dir(self) -> Path:
+        """metadata.log.dir, else the first log directory (Kafka's rule)."""
+        explicit = self.get_str("metadata.log.dir")
+        return Path(explicit) if explicit else self.log_dirs[0]
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -553,21 +601,51 @@ class BrokerConfig:
             origin = _DYNAMIC_ORIGINS.get(source)
         return f"{message} (set in {origin})" if origin else message
 
-    def _fail(self, name: str, problem: str) -> definitions.ConfigError:
-        return definitions.ConfigError(self._with_origin(f"{name}: {problem}", name), name)
+    def _where(self, name: str) -> str:
+        """`key=value` and where it was set, for the other keys a refusal involves."""
+        value = self.rendered(name)
+        shown = f"{name}={value}" if value else f"{name} ({'empty' if value == '' else 'not set'})"
+        source = self.source(name)
+        if source == definitions.ConfigSource.DEFAULT_CONFIG:
+            return f"{shown} by default" if value is not None else shown
+        origin = (
+            self._origins.get(name)
+            if source == definitions.ConfigSource.STATIC_BROKER_CONFIG
+            else _DYNAMIC_ORIGINS.get(source)
+        )
+        return f"{shown} set in {origin}" if origin else shown
+
+    def _fail(self, name: str, problem: str, *related: str) -> definitions.ConfigError:
+        """`name: problem (set in <origin>; other=value set in <origin>, ...)`, one line."""
+        notes = [f"set in {self._origins[name]}"] if self.origin(name) else []
+        notes += [self._where(key) for key in dict.fromkeys(related) if key != name]
+        suffix = f" ({'; '.join(notes)})" if notes else ""
+        return definitions.ConfigError(f"{name}: {problem}{suffix}", name, related)
 
     def _check_together(self) -> None:
         roles = self.process_roles
         if not roles:
             raise self._fail("process.roles", "must list broker, controller or both")
+        is_broker, is_controller = "broker" in roles, "controller" in roles
+        node_id, broker_id = self.get_int("node.id"), self.get_optional_int("broker.id")
+        if self.is_set("broker.id") and self.is_set("node.id") and node_id != broker_id:
+            raise self._fail(
+                "node.id",
+                f"must be the same as broker.id, its old name; got {node_id} and {broker_id}",
+                "broker.id",
+            )
         if self._values["log.dirs"] is not None and not self.get_list("log.dirs"):
             raise self._fail("log.dirs", "must list at least one directory")
 
         protocol_map = parse_protocol_map(self.get_str("listener.security.protocol.map") or "")
         controller_names = self.controller_listener_names
+        # Kafka maps unmapped controller listeners to PLAINTEXT only while the map is the default.
+        plaintext_by_default = (
+            () if self.is_set("listener.security.protocol.map") else controller_names
+        )
         try:
             self._listeners = parse_listeners(
-                self.get_str("listeners") or "", protocol_map, controller_names=controller_names
+                self.get_str("listeners") or "", protocol_map, controller_names=plaintext_by_default
             )
             advertised = self.get_str("advertised.listeners")
             self._advertised = (
@@ -577,14 +655,13 @@ class BrokerConfig:
                     advertised,
                     protocol_map,
                     key="advertised.listeners",
-                    controller_names=controller_names,
+                    controller_names=plaintext_by_default,
                 )
             )
         except definitions.ConfigError as error:
             assert error.key is not None
-            raise definitions.ConfigError(
-                self._with_origin(str(error), error.key), error.key
-            ) from None
+            problem = str(error).removeprefix(f"{error.key}: ")
+            raise self._fail(error.key, problem, *error.related) from None
 
         names = [listener.name for listener in self._listeners]
         if not names:
@@ -594,10 +671,20 @@ class BrokerConfig:
             if ports.count(port) > 1:
                 raise self._fail("listeners", f"port {port} is used by more than one listener")
         for listener in self._advertised or ():
+            if not is_controller and listener.name in controller_names:
+                raise self._fail(
+                    "advertised.listeners",
+                    f"must not contain the controller listener {listener.name!r} (named in"
+                    " controller.listener.names) when process.roles=broker: clients and"
+                    " brokers never send requests to controllers through advertised listeners",
+                    "controller.listener.names",
+                    "process.roles",
+                )
             if listener.name not in names:
                 raise self._fail(
                     "advertised.listeners",
                     f"listener {listener.name!r} is not one of the listeners ({', '.join(names)})",
+                    "listeners",
                 )
             if listener.host in ("0.0.0.0", "::"):
                 raise self._fail(
@@ -606,39 +693,251 @@ class BrokerConfig:
                 )
 
         for name in controller_names:
-            if "controller" in roles and name not in names:
+            if is_controller and name not in names:
                 raise self._fail(
                     "controller.listener.names",
-                    f"listener {name!r} is not one of the listeners ({', '.join(names)})",
+                    f"listener {name!r} is not one of the listeners ({', '.join(names)});"
+                    " a node with the controller role serves the quorum on it",
+                    "listeners",
+                    "process.roles",
                 )
-            if "controller" not in roles and name in names:
+            if not is_controller and name in names:
                 raise self._fail(
                     "controller.listener.names",
-                    f"listener {name!r} must not be in listeners on a broker-only node",
+                    f"listener {name!r} must not be in listeners on a broker-only node"
+                    " (process.roles=broker): it is the controllers' listener",
+                    "listeners",
+                    "process.roles",
                 )
-        if "broker" in roles:
-            if not self.client_listeners:
-                raise self._fail("listeners", "all listeners are controller listeners")
-            inter = self.get_str("inter.broker.listener.name")
-            if inter and inter.upper() not in names:
-                raise self._fail(
-                    "inter.broker.listener.name",
-                    f"listener {inter.upper()!r} is not one of the listeners ({', '.join(names)})",
+            if not is_controller:
+                protocol = protocol_map.get(name) or (
+                    "PLAINTEXT" if name in plaintext_by_default else None
                 )
-            if inter and inter.upper() in controller_names:
-                raise self._fail(
-                    "inter.broker.listener.name", f"{inter.upper()!r} is a controller listener"
-                )
+                if protocol is None:
+                    raise self._fail(
+                        "controller.listener.names",
+                        f"controller listener {name!r} has no security protocol in"
+                        " listener.security.protocol.map (an explicit map must name every"
+                        " controller listener)",
+                        "listener.security.protocol.map",
+                    )
+                if protocol != "PLAINTEXT":
+                    raise self._fail(
+                        "controller.listener.names",
+                        f"controller listener {name!r} uses security protocol {protocol}, which"
+                        " Strom does not support yet; only PLAINTEXT listeners are supported",
+                        "listener.security.protocol.map",
+                    )
+        if not is_controller and not controller_names:
+            raise self._fail(
+                "controller.listener.names",
+                "must name the controllers' listener when process.roles=broker: a broker"
+                " reaches the quorum through it",
+                "process.roles",
+            )
+        if not is_broker and self.client_listeners:
+            raise self._fail(
+                "listeners",
+                "must only contain controller listeners (controller.listener.names) when"
+                f" process.roles=controller; {self.client_listeners[0].name!r} is not one",
+                "controller.listener.names",
+                "process.roles",
+            )
+        if is_broker:
+            self._check_inter_broker_listener(names, controller_names)
+        self._check_quorum(is_controller)
 
+    def _check_inter_broker_listener(self, names: list[str], controller_names: list[str]) -> None:
+        if not self.client_listeners:
+            raise self._fail(
+                "listeners",
+                "there must be at least one broker listener; all listeners are controller"
+                " listeners (named in controller.listener.names)",
+                "controller.listener.names",
+            )
+        explicit = self.get_str("inter.broker.listener.name")
+        inter = self.inter_broker_listener_name
+        if explicit and inter in controller_names:
+            raise self._fail(
+                "inter.broker.listener.name",
+                f"{inter!r} is a controller listener (named in controller.listener.names);"
+                " brokers talk to each other on a broker listener",
+                "controller.listener.names",
+            )
+        if explicit and inter not in names:
+            raise self._fail(
+                "inter.broker.listener.name",
+                f"listener {inter!r} is not one of the listeners ({', '.join(names)})",
+                "listeners",
+            )
+        if self._advertised is not None and inter not in [x.name for x in self._advertised]:
+            advertised = ", ".join(x.name for x in self._advertised) or "none"
+            raise self._fail(
+                "inter.broker.listener.name",
+                f"listener {inter!r} must be one of the advertised.listeners ({advertised}):"
+                " other brokers connect to it",
+                "advertised.listeners",
+            )
+
+    def _check_quorum(self, is_controller: bool) -> None:
+        node_id = self.node_id
         voters = self.controller_quorum_voters
+        bootstrap = self.controller_quorum_bootstrap_servers
         voter_ids = [voter.node_id for voter in voters]
-        if len(set(voter_ids)) != len(voter_ids):
-            raise self._fail("controller.quorum.voters", "lists a node id more than once")
-        if voters and "controller" in roles and self.node_id not in voter_ids:
+        voter_set = "{" + ",".join(str(i) for i in voter_ids) + "}"
+        for voter in voters:
+            if voter_ids.count(voter.node_id) > 1:
+                raise self._fail(
+                    "controller.quorum.voters", f"lists node id {voter.node_id} more than once"
+                )
+            if voter.host in _WILDCARD_HOSTS:
+                raise self._fail(
+                    "controller.quorum.voters",
+                    f"{voter}: {voter.host} is not a routable address; give each voter's"
+                    " hostname or IP",
+                )
+        for host, port in bootstrap:
+            if host in _WILDCARD_HOSTS:
+                raise self._fail(
+                    "controller.quorum.bootstrap.servers",
+                    f"{host}:{port}: {host} is not a routable address",
+                )
+        if is_controller and voters and node_id not in voter_ids:
             raise self._fail(
                 "controller.quorum.voters",
-                f"this node (node.id={self.node_id}) has the controller role but is not a voter",
+                f"this node (node.id={node_id}) has the controller role but is not a voter;"
+                f" a controller must be in the set of voters {voter_set}",
+                "node.id",
+                "process.roles",
             )
+        if not is_controller and node_id in voter_ids:
+            raise self._fail(
+                "controller.quorum.voters",
+                f"this node (node.id={node_id}) has just the broker role, so it must not be"
+                f" in the set of voters {voter_set}",
+                "node.id",
+                "process.roles",
+            )
+        if not is_controller and not voters and not bootstrap:
+            raise self._fail(
+                "controller.quorum.voters",
+                "a broker-only node (process.roles=broker) needs the controller quorum: set"
+                " controller.quorum.bootstrap.servers to the controllers' endpoints or"
+                " controller.quorum.voters to the set of controllers",
+                "controller.quorum.bootstrap.servers",
+                "process.roles",
+            )
+        quorum_keys = ("controller.quorum.voters", "controller.quorum.bootstrap.servers")
+        controller_listener = next(iter(self.controller_listeners), None)
+        if is_controller and (voters or bootstrap) and controller_listener is None:
+            raise self._fail(
+                "controller.listener.names",
+                "must name one of the listeners when a node with the controller role is in a"
+                " quorum set by controller.quorum.voters or controller.quorum.bootstrap.servers",
+                "listeners",
+                *(key for key in quorum_keys if self.is_set(key)),
+            )
+
+        # Without voters a controller is a quorum of one (Kafka's `format --standalone`).
+        if is_controller and not voters and bootstrap and not self._is_standalone(bootstrap):
+            endpoint = self._own_controller_endpoint(controller_listener)
+            given = ",".join(f"{host}:{port}" for host, port in bootstrap)
+            raise self._fail(
+                "controller.quorum.bootstrap.servers",
+                "without controller.quorum.voters a controller starts as a quorum of one"
+                " (Kafka's kafka-storage format --standalone), so this must be only this"
+                f" node's own controller endpoint ({endpoint[0]}:{endpoint[1]}), got {given};"
+                " for a quorum of several controllers set controller.quorum.voters on"
+                " every node",
+                "listeners",
+                "controller.listener.names",
+            )
+
+    def _is_standalone(self, bootstrap: list[tuple[str, int]]) -> bool:
+        """Whether the bootstrap servers are exactly this node's own controller endpoint."""
+        controller_listener = next(iter(self.controller_listeners), None)
+        return (
+            len(bootstrap) == 1
+            and controller_listener is not None
+            and self._is_own_endpoint(bootstrap[0], controller_listener)
+        )
+
+    def _quorum_settings(self) -> QuorumSettings:
+        roles = self.process_roles
+        node_id = self.node_id
+        voters = self.controller_quorum_voters
+        bootstrap = self.controller_quorum_bootstrap_servers
+        is_controller = "controller" in roles
+        quorum_voters: tuple[Voter, ...] = tuple(voters)
+        if is_controller and not voters:
+            # A quorum of one: the default, or Kafka's `kafka-storage format --standalone`.
+            controller_listener = next(iter(self.controller_listeners), None)
+            quorum_voters = (Voter(node_id, *self._own_controller_endpoint(controller_listener)),)
+        static_bootstrap = [(voter.host, voter.port) for voter in voters]
+        return QuorumSettings(
+            node_id=node_id,
+            is_controller=is_controller,
+            is_broker="broker" in roles,
+            voters=quorum_voters,
+            static_voters=bool(voters),
+            bootstrap_servers=tuple(bootstrap or static_bootstrap),
+            controller_listener_name=next(iter(self.controller_listener_names), None),
+            election_timeout_ms=self.get_int("controller.quorum.election.timeout.ms"),
+            fetch_timeout_ms=self.get_int("controller.quorum.fetch.timeout.ms"),
+            election_backoff_max_ms=self.get_int("controller.quorum.election.backoff.max.ms"),
+            request_timeout_ms=self.get_int("controller.quorum.request.timeout.ms"),
+            retry_backoff_ms=self.get_int("controller.quorum.retry.backoff.ms"),
+            append_linger_ms=self.get_int("controller.quorum.append.linger.ms"),
+            broker_heartbeat_interval_ms=self.get_int("broker.heartbeat.interval.ms"),
+            broker_session_timeout_ms=self.get_int("broker.session.timeout.ms"),
+            metadata_log_dir=self.metadata_log_dir,
+            metadata_log_segment_bytes=self.get_int("metadata.log.segment.bytes"),
+            metadata_max_retention_bytes=self.get_int("metadata.max.retention.bytes"),
+            metadata_log_max_snapshot_interval_ms=self.get_int(
+                "metadata.log.max.snapshot.interval.ms"
+            ),
+            metadata_log_max_record_bytes_between_snapshots=self.get_int(
+                "metadata.log.max.record.bytes.between.snapshots"
+            ),
+        )
+
+    def _own_controller_endpoint(self, controller_listener: Listener | None) -> tuple[str, int]:
+        """Where other voters reach this node: its advertised controller listener, else the
+        listener itself (a wildcard host becomes this machine's name, as Kafka does). The
+        default single node has no controller listener; its first advertised listener
+        stands in, and nothing connects to it in a quorum of one."""
+        if controller_listener is None:
+            first = self.advertised_listeners[0]
+            return first.host, first.port
+        for listener in self._advertised or ():
+            if listener.name == controller_listener.name:
+                return listener.host, listener.port
+        host = controller_listener.host
+        return (socket.getfqdn() if host in _WILDCARD_HOSTS else host), controller_listener.port
+
+    def _is_own_endpoint(self, endpoint: tuple[str, int], controller_listener: Listener) -> bool:
+        """Whether host:port is this node's controller listener (or its advertised form)."""
+        host, port = endpoint
+        candidates = [(controller_listener.host, controller_listener.port)]
+        candidates += [
+            (x.host, x.port) for x in self._advertised or () if x.name == controller_listener.name
+        ]
+        for own_host, own_port in candidates:
+            if own_port != port:
+                continue
+            if own_host.lower() == host.lower():
+                return True
+            if own_host in _LOOPBACK_HOSTS and host in _LOOPBACK_HOSTS:
+                return True
+            if own_host in _WILDCARD_HOSTS and (
+                host in _LOOPBACK_HOSTS or host.lower() in _local_host_names()
+            ):
+                return True
+        return False
+
+
+def _local_host_names() -> set[str]:
+    return {socket.gethostname().lower(), socket.getfqdn().lower()}
 
 
 _MS_FACTOR = {"ms": 1, "minutes": definitions.MINUTE_MS, "hours": definitions.HOUR_MS}

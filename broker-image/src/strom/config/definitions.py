@@ -34,9 +34,11 @@ ConfigValue: TypeAlias = bool | int | float | str | tuple[str, ...] | None
 class ConfigError(ValueError):
     """A configuration is unknown or its value is invalid; the message names the key."""
 
-    def __init__(self, message: str, key: str | None = None) -> None:
+    def __init__(self, message: str, key: str | None = None, related: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.key = key
+        # Other keys the problem involves, so that the message can say where each was set.
+        self.related = related
 
 
 class ConfigType(enum.IntEnum):
@@ -282,16 +284,20 @@ def _check_voters(value: ConfigValue) -> str | None:
     assert isinstance(value, tuple)
     for item in value:
         node_id, sep, address = item.partition("@")
-        if not sep or not _INTEGER.fullmatch(node_id) or parse_host_port(address) is None:
+        host_port = parse_host_port(address)
+        if not sep or not re.fullmatch(r"[0-9]+", node_id) or not host_port or not host_port[0]:
             return f"expected id@host:port entries (e.g. 1@localhost:9093), got {item!r}"
+        if int(node_id) > INT_MAX:
+            return f"voter id {node_id} in {item!r} is out of range for a node id (0 to {INT_MAX})"
     return None
 
 
 def _check_host_ports(value: ConfigValue) -> str | None:
     assert isinstance(value, tuple)
     for item in value:
-        if parse_host_port(item) is None:
-            return f"expected host:port entries, got {item!r}"
+        host_port = parse_host_port(item)
+        if host_port is None or not host_port[0]:
+            return f"expected host:port entries (e.g. localhost:9093), got {item!r}"
     return None
 
 
@@ -361,6 +367,7 @@ def _table(*definitions: ConfigDef) -> dict[str, ConfigDef]:
 BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     # --- identity and roles
     ConfigDef("node.id", _I, "1", "The node id of this server in the cluster (Strom default 1; Kafka requires it).", AtLeast(0)),
+    ConfigDef("broker.id", _I, None, "The old name of node.id: a file that sets only broker.id sets node.id; when both are set they must be equal.", AtLeast(0)),
     ConfigDef("process.roles", _LI, "broker,controller", "The roles this node plays: broker, controller or both (Strom default both: a single node just works).", _all(OneOf(("broker", "controller")), Custom(_check_distinct_roles))),
     ConfigDef("cluster.id", _S, None, "The cluster id; null means generate one and store it in the log dirs on first start (Strom-specific; Kafka uses kafka-storage format).", Custom(_check_nonempty_token)),
     ConfigDef("broker.rack", _S, None, "Rack of the broker, used for rack-aware replica assignment."),
@@ -370,13 +377,26 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("listener.security.protocol.map", _S, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Map from listener name to security protocol, LISTENER:PROTOCOL pairs (Strom serves PLAINTEXT only for now).", Custom(_check_protocol_map)),
     ConfigDef("inter.broker.listener.name", _S, None, "Listener brokers use to talk to each other; null means the first non-controller listener."),
     ConfigDef("controller.listener.names", _LI, "", "Names of the listeners used by the controller quorum."),
-    ConfigDef("controller.quorum.voters", _LI, "", "The static controller quorum, id@host:port entries; empty means a single-node quorum of this node.", Custom(_check_voters)),
-    ConfigDef("controller.quorum.bootstrap.servers", _LI, "", "host:port of controllers used to discover the quorum (KIP-853).", Custom(_check_host_ports)),
-    ConfigDef("controller.quorum.election.timeout.ms", _I, "1000", "Maximum time without a leader before a controller starts an election."),
-    ConfigDef("controller.quorum.fetch.timeout.ms", _I, "2000", "Maximum time without a successful fetch from the leader before a voter becomes a candidate."),
-    ConfigDef("controller.quorum.election.backoff.max.ms", _I, "1000", "Maximum backoff before starting a new election."),
-    ConfigDef("broker.heartbeat.interval.ms", _I, "2000", "Milliseconds between broker heartbeats to the controller."),
-    ConfigDef("broker.session.timeout.ms", _I, "9000", "Milliseconds a broker lease lasts without a heartbeat before it is fenced."),
+    ConfigDef("controller.quorum.voters", _LI, "", "The static controller quorum, a comma-separated list of {id}@{host}:{port} entries (e.g. 1@localhost:9093,2@localhost:9094,3@localhost:9095). Empty: the quorum is found through controller.quorum.bootstrap.servers, and with neither set (the Strom default) a controller is a quorum of one, this node.", Custom(_check_voters)),
+    ConfigDef("controller.quorum.bootstrap.servers", _LI, "", "Endpoints used to discover the controller quorum, a comma-separated list of {host}:{port} entries (KIP-853). Without controller.quorum.voters a controller must list only its own controller endpoint: Strom starts it as a quorum of one (Kafka's kafka-storage format --standalone).", Custom(_check_host_ports)),
+    ConfigDef("controller.quorum.election.timeout.ms", _I, "1000", "Maximum time in milliseconds to wait without being able to fetch from the leader before triggering a new election.", AtLeast(0)),
+    ConfigDef("controller.quorum.fetch.timeout.ms", _I, "2000", "Maximum time without a successful fetch from the current leader before a voter becomes a candidate; maximum time a leader can go without fetches from a majority of the quorum before resigning.", AtLeast(0)),
+    ConfigDef("controller.quorum.election.backoff.max.ms", _I, "1000", "Maximum time in milliseconds before starting new elections (binary exponential backoff against gridlocked elections).", AtLeast(0)),
+    ConfigDef("controller.quorum.request.timeout.ms", _I, "2000", "Maximum time a quorum request waits for its response before it is retried or failed.", AtLeast(0)),
+    ConfigDef("controller.quorum.retry.backoff.ms", _I, "20", "Time to wait before retrying a failed quorum request.", AtLeast(0)),
+    ConfigDef("controller.quorum.append.linger.ms", _I, "25", "Time in milliseconds the leader waits for writes to accumulate before flushing them to disk.", AtLeast(0)),
+    ConfigDef("broker.heartbeat.interval.ms", _I, "2000", "Milliseconds between broker heartbeats to the controller (Strom refuses values below 1).", AtLeast(1)),
+    ConfigDef("broker.session.timeout.ms", _I, "9000", "Milliseconds a broker lease lasts without a heartbeat before the controller fences it (Strom refuses values below 1).", AtLeast(1)),
+    ConfigDef("initial.broker.registration.timeout.ms", _I, "60000", "How long a broker waits for its first registration with the controller quorum before it gives up and shuts down." + _IGNORED, ignored=True),
+    # --- the metadata log (KRaft)
+    ConfigDef("metadata.log.dir", _S, None, "Where the cluster metadata log lives; null means the first log directory (log.dirs, else log.dir)."),
+    ConfigDef("metadata.log.segment.bytes", _I, "1073741824", "The maximum size of a single metadata log segment.", AtLeast(8 * 1024 * 1024)),
+    ConfigDef("metadata.log.segment.ms", _L, "604800000", "The maximum time before a new metadata log segment is rolled out." + _IGNORED, ignored=True),
+    ConfigDef("metadata.max.retention.bytes", _L, "104857600", "The maximum combined size of the metadata log and snapshots before old snapshots and segments are deleted (a soft limit: one snapshot always stays)."),
+    ConfigDef("metadata.max.retention.ms", _L, "604800000", "How long a metadata log segment or snapshot is kept (a soft limit: one snapshot always stays)." + _IGNORED, ignored=True),
+    ConfigDef("metadata.log.max.snapshot.interval.ms", _L, "3600000", "Maximum time to wait before generating a snapshot when committed records are not in the latest one; 0 disables time-based snapshots.", AtLeast(0)),
+    ConfigDef("metadata.log.max.record.bytes.between.snapshots", _L, "20971520", "Bytes in the metadata log between the latest snapshot and the high watermark before a new snapshot is generated.", AtLeast(1)),
+    ConfigDef("metadata.max.idle.interval.ms", _I, "500", "How often the active controller writes a no-op record to the metadata log; 0 disables them." + _IGNORED, AtLeast(0), ignored=True),
     # --- storage
     ConfigDef("log.dirs", _LI, None, "Directories holding the log data; null means use log.dir."),
     ConfigDef("log.dir", _S, "./.strom-data", "Directory holding the log data, when log.dirs is not set (Strom default ./.strom-data; Kafka /tmp/kafka-logs)."),
