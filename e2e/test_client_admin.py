@@ -15,10 +15,10 @@ import pytest
 from apache_kafka import ApacheKafka
 from java_peers import PEERS_DIR, JavaPeers
 from strom.client import admin as client_admin
-from strom.client import errors
+from strom.client import errors, results
 from strom_process import StromProcess, free_port
 
-TP = client_admin.TopicPartition
+TP = results.TopicPartition
 QUICK_S = 15.0  # an unsupported call must fail well within this
 
 

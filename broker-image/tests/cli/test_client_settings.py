@@ -7,7 +7,7 @@ from __future__ import annotations
 import confluent_kafka
 import pytest
 from strom.cli import configs
-from strom.client import admin, connection, errors, settings
+from strom.client import connection, errors, results, settings, topics
 
 
 def test_plain_properties_pass_through_and_bootstrap_wins() -> None:
@@ -106,19 +106,19 @@ def test_watch_tolerates_brokers_going_down_after_a_success() -> None:
 
 
 def test_topic_ids_print_as_kafka_prints_them() -> None:
-    assert admin.kafka_topic_id("wgv9XqAYT+6fsxg1KLm6qw") == "wgv9XqAYT-6fsxg1KLm6qw"
-    assert admin.kafka_topic_id("FNMx2ep/QlmUu78lcikzEA==") == "FNMx2ep_QlmUu78lcikzEA"
+    assert topics.kafka_topic_id("wgv9XqAYT+6fsxg1KLm6qw") == "wgv9XqAYT-6fsxg1KLm6qw"
+    assert topics.kafka_topic_id("FNMx2ep/QlmUu78lcikzEA==") == "FNMx2ep_QlmUu78lcikzEA"
 
 
 def test_configs_describe_lines() -> None:
     synonyms = (
-        admin.ConfigSynonym("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG"),
-        admin.ConfigSynonym("log.retention.hours", "168", "DEFAULT_CONFIG"),
+        results.ConfigSynonym("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG"),
+        results.ConfigSynonym("log.retention.hours", "168", "DEFAULT_CONFIG"),
     )
     entries = [
-        admin.ConfigEntry("segment.bytes", "1073741824", "DEFAULT_CONFIG", False, False, ()),
-        admin.ConfigEntry("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG", False, False, synonyms),
-        admin.ConfigEntry("cleanup.policy", "compact", "DYNAMIC_TOPIC_CONFIG", False, False, ()),
+        results.ConfigEntry("segment.bytes", "1073741824", "DEFAULT_CONFIG", False, False, ()),
+        results.ConfigEntry("retention.ms", "1000", "DYNAMIC_TOPIC_CONFIG", False, False, synonyms),
+        results.ConfigEntry("cleanup.policy", "compact", "DYNAMIC_TOPIC_CONFIG", False, False, ()),
     ]
     heading = "Dynamic configs for topic t are:"
     assert configs.describe_lines(heading, entries, shown_source="DYNAMIC_TOPIC_CONFIG") == [

@@ -9,21 +9,21 @@ import datetime
 import pytest
 from strom.cli import consumer_groups as cg
 from strom.cli import options
-from strom.client import admin
+from strom.client import results
 
 BOOTSTRAP = ["--bootstrap-server", "localhost:9092"]
-TP = admin.TopicPartition
-COORDINATOR = admin.Node(1, "127.0.0.1", 19092)
+TP = results.TopicPartition
+COORDINATOR = results.Node(1, "127.0.0.1", 19092)
 
 
-def member(member_id: str, client_id: str, *partitions: int) -> admin.MemberInfo:
-    return admin.MemberInfo(
+def member(member_id: str, client_id: str, *partitions: int) -> results.MemberInfo:
+    return results.MemberInfo(
         member_id, None, client_id, "/127.0.0.1", tuple(TP("p1", p) for p in partitions)
     )
 
 
-def group(state: str, *members: admin.MemberInfo, assignor: str = "range") -> admin.GroupInfo:
-    return admin.GroupInfo("G4", state, "Classic", assignor, COORDINATOR, members, False)
+def group(state: str, *members: results.MemberInfo, assignor: str = "range") -> results.GroupInfo:
+    return results.GroupInfo("G4", state, "Classic", assignor, COORDINATOR, members, False)
 
 
 LONG = "console-consumer-24ff7d31-4580-406d-90fe-5bdbc3276068"
@@ -32,7 +32,7 @@ STABLE = group("Stable", member(SECOND, "second", 2), member(LONG, "console-cons
 
 
 def test_offsets_table_of_a_stable_group() -> None:
-    committed: dict[admin.TopicPartition, int] = {}
+    committed: dict[results.TopicPartition, int] = {}
     log_end = {TP("p1", 0): 3, TP("p1", 1): 2, TP("p1", 2): 5}
     lines = cg.offsets_table(cg.offset_rows(STABLE, committed, log_end))
     assert lines == [
@@ -82,7 +82,7 @@ def test_members_table_plain_and_verbose() -> None:
 
 
 def test_members_table_with_static_members_has_an_instance_column() -> None:
-    static = admin.MemberInfo("m-1", "instance-a", "c", "/h", (TP("t", 0), TP("u", 1)))
+    static = results.MemberInfo("m-1", "instance-a", "c", "/h", (TP("t", 0), TP("u", 1)))
     lines = cg.members_table(group("Stable", static), verbose=True)
     assert "GROUP-INSTANCE-ID" in lines[1]
     assert "instance-a" in lines[2] and "t:0;u:1" in lines[2]
@@ -107,8 +107,8 @@ def test_state_table() -> None:
 
 def test_list_tables() -> None:
     groups = [
-        admin.GroupListing("G1", "Empty", "Classic", False),
-        admin.GroupListing("console-consumer-25389", "Stable", "Classic", False),
+        results.GroupListing("G1", "Empty", "Classic", False),
+        results.GroupListing("console-consumer-25389", "Stable", "Classic", False),
     ]
     assert cg.list_table(groups, with_type=False, with_state=False) == [
         "G1",

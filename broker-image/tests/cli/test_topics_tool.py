@@ -5,21 +5,21 @@ from __future__ import annotations
 
 import pytest
 from strom.cli import options, topics
-from strom.client import admin
+from strom.client import results
 
 BOOTSTRAP = ["--bootstrap-server", "localhost:9092"]
 
 
-def entry(name: str, value: str, source: str = "DYNAMIC_TOPIC_CONFIG") -> admin.ConfigEntry:
-    return admin.ConfigEntry(name, value, source, False, False, ())
+def entry(name: str, value: str, source: str = "DYNAMIC_TOPIC_CONFIG") -> results.ConfigEntry:
+    return results.ConfigEntry(name, value, source, False, False, ())
 
 
-def partition(n: int, leader: int | None = 1, replicas=(1,), isr=(1,)) -> admin.PartitionInfo:
-    return admin.PartitionInfo(n, leader, tuple(replicas), tuple(isr))
+def partition(n: int, leader: int | None = 1, replicas=(1,), isr=(1,)) -> results.PartitionInfo:
+    return results.PartitionInfo(n, leader, tuple(replicas), tuple(isr))
 
 
-def topic(name: str, *parts: admin.PartitionInfo) -> admin.TopicInfo:
-    return admin.TopicInfo(name, "wgv9XqAYT-6fsxg1KLm6qw", False, parts)
+def topic(name: str, *parts: results.PartitionInfo) -> results.TopicInfo:
+    return results.TopicInfo(name, "wgv9XqAYT-6fsxg1KLm6qw", False, parts)
 
 
 def test_parse_a_tutorial_create() -> None:

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 
 from strom.cli import options
 from strom.client import admin as client_admin
+from strom.client import results
 
 UsageError = options.UsageError
 ENTITY_TYPES = ("topics", "brokers")
@@ -145,7 +146,7 @@ def parse_add_config(text: str) -> dict[str, str]:
 
 
 def describe_lines(
-    heading: str, entries: Iterable[client_admin.ConfigEntry], *, shown_source: str | None
+    heading: str, entries: Iterable[results.ConfigEntry], *, shown_source: str | None
 ) -> list[str]:
     """The heading and one line per config (only those from `shown_source` unless None)."""
     lines = [heading]

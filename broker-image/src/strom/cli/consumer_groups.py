@@ -22,10 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from strom.cli import options
 from strom.client import admin as client_admin
-from strom.client import errors
+from strom.client import errors, results
 
 UsageError = options.UsageError
-TopicPartition = client_admin.TopicPartition
+TopicPartition = results.TopicPartition
 MISSING = "-"
 ACTIONS = ("list", "describe", "delete", "reset_offsets")
 RESET_SPECS = (
@@ -339,7 +339,7 @@ class OffsetRow:
 
 
 def offset_rows(
-    group: client_admin.GroupInfo,
+    group: results.GroupInfo,
     committed: Mapping[TopicPartition, int],
     log_end: Mapping[TopicPartition, int],
 ) -> list[OffsetRow]:
@@ -438,7 +438,7 @@ def assignment_text(assignment: Iterable[TopicPartition]) -> str:
     )
 
 
-def members_table(group: client_admin.GroupInfo, *, verbose: bool) -> list[str]:
+def members_table(group: results.GroupInfo, *, verbose: bool) -> list[str]:
     members = group.members
     g = max([15, len(group.group_id)])
     c = max([15, *(len(m.member_id) for m in members)])
@@ -473,7 +473,7 @@ def members_table(group: client_admin.GroupInfo, *, verbose: bool) -> list[str]:
     return out
 
 
-def state_table(group: client_admin.GroupInfo) -> list[str]:
+def state_table(group: results.GroupInfo) -> list[str]:
     node = group.coordinator
     coordinator = f"{node.host}:{node.port}  ({node.id})" if node else MISSING
     g = max(15, len(group.group_id))
@@ -497,7 +497,7 @@ def state_table(group: client_admin.GroupInfo) -> list[str]:
 
 
 def list_table(
-    groups: Sequence[client_admin.GroupListing], *, with_type: bool, with_state: bool
+    groups: Sequence[results.GroupListing], *, with_type: bool, with_state: bool
 ) -> list[str]:
     if not with_type and not with_state:
         return [g.group_id for g in groups]
@@ -585,7 +585,7 @@ def _list(admin: client_admin.Admin, args: argparse.Namespace) -> int:
     return 0
 
 
-def _announce(group: client_admin.GroupInfo) -> bool:
+def _announce(group: results.GroupInfo) -> bool:
     """Kafka's remarks before a group's table; False when there is no table to print."""
     if not group.exists:
         print(f"\nError: Consumer group '{group.group_id}' does not exist.", file=sys.stderr)
@@ -642,9 +642,9 @@ def _log_end_offsets(
 
 def _delete(admin: client_admin.Admin, args: argparse.Namespace) -> int:
     ids = _groups(admin, args)
-    results = admin.delete_groups(ids)
-    failed = {g: e for g, e in results.items() if e is not None}
-    deleted = [g for g, e in results.items() if e is None]
+    outcomes = admin.delete_groups(ids)
+    failed = {g: e for g, e in outcomes.items() if e is not None}
+    deleted = [g for g, e in outcomes.items() if e is None]
     quoted = ", ".join(f"'{g}'" for g in deleted)
     if not failed:
         print(f"Deletion of requested consumer groups ({quoted}) was successful.")

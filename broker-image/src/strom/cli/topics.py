@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from strom.cli import options
 from strom.client import admin as client_admin
-from strom.client import errors
+from strom.client import errors, results
 
 ERROR_PREFIX = "Error while executing topic command : "
 ACTIONS = ("list", "describe", "create", "alter", "delete")
@@ -246,12 +246,12 @@ def matching(names: Iterable[str], topic: str | None, *, exclude_internal: bool)
 # --- output ---------------------------------------------------------------------------
 
 
-def overridden(configs: Iterable[client_admin.ConfigEntry]) -> list[client_admin.ConfigEntry]:
+def overridden(configs: Iterable[results.ConfigEntry]) -> list[results.ConfigEntry]:
     """What `Configs:` shows: every config not at its default (Kafka: !isDefault())."""
     return [entry for entry in configs if not entry.is_default]
 
 
-def topic_line(topic: client_admin.TopicInfo, configs: Iterable[client_admin.ConfigEntry]) -> str:
+def topic_line(topic: results.TopicInfo, configs: Iterable[results.ConfigEntry]) -> str:
     shown = ",".join(f"{e.name}={e.value if e.value is not None else 'null'}" for e in configs)
     replication = len(topic.partitions[0].replicas) if topic.partitions else 0
     return (
@@ -261,7 +261,7 @@ def topic_line(topic: client_admin.TopicInfo, configs: Iterable[client_admin.Con
     )
 
 
-def partition_line(topic: str, p: client_admin.PartitionInfo) -> str:
+def partition_line(topic: str, p: results.PartitionInfo) -> str:
     leader = "none" if p.leader is None else str(p.leader)
     replicas = ",".join(str(b) for b in p.replicas)
     isr = ",".join(str(b) for b in p.isr)
@@ -274,8 +274,8 @@ def partition_line(topic: str, p: client_admin.PartitionInfo) -> str:
 
 
 def describe_lines(
-    topics: Sequence[client_admin.TopicInfo],
-    configs: Mapping[str, Sequence[client_admin.ConfigEntry]],
+    topics: Sequence[results.TopicInfo],
+    configs: Mapping[str, Sequence[results.ConfigEntry]],
     reports: Mapping[str, bool],
     live_brokers: Iterable[int],
 ) -> list[str]:
@@ -301,7 +301,7 @@ def describe_lines(
     return lines
 
 
-def _min_isr(configs: Iterable[client_admin.ConfigEntry]) -> int:
+def _min_isr(configs: Iterable[results.ConfigEntry]) -> int:
     for entry in configs:
         if entry.name == "min.insync.replicas" and entry.value is not None:
             try:
@@ -312,7 +312,7 @@ def _min_isr(configs: Iterable[client_admin.ConfigEntry]) -> int:
 
 
 def _reported(
-    p: client_admin.PartitionInfo, reports: Mapping[str, bool], live: set[int], min_isr: int
+    p: results.PartitionInfo, reports: Mapping[str, bool], live: set[int], min_isr: int
 ) -> bool:
     has_leader = p.leader is not None and p.leader in live
     return bool(
