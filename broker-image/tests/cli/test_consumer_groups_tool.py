@@ -8,7 +8,7 @@ import datetime
 
 import pytest
 from strom.cli import consumer_groups as cg
-from strom.cli import options
+from strom.cli import group_tables, offset_resets, options
 from strom.client import results
 
 BOOTSTRAP = ["--bootstrap-server", "localhost:9092"]
@@ -34,7 +34,7 @@ STABLE = group("Stable", member(SECOND, "second", 2), member(LONG, "console-cons
 def test_offsets_table_of_a_stable_group() -> None:
     committed: dict[results.TopicPartition, int] = {}
     log_end = {TP("p1", 0): 3, TP("p1", 1): 2, TP("p1", 2): 5}
-    lines = cg.offsets_table(cg.offset_rows(STABLE, committed, log_end))
+    lines = group_tables.offsets_table(group_tables.offset_rows(STABLE, committed, log_end))
     assert lines == [
         "",
         "GROUP           TOPIC           PARTITION  CURRENT-OFFSET  LOG-END-OFFSET  LAG        "
@@ -52,7 +52,7 @@ def test_offsets_of_a_group_without_members_show_lag() -> None:
     empty = group("Empty", assignor="")
     committed = {TP("p1", 2): 1, TP("p1", 0): 3, TP("p1", 1): 2}
     log_end = {TP("p1", 0): 3, TP("p1", 1): 2, TP("p1", 2): 5}
-    lines = cg.offsets_table(cg.offset_rows(empty, committed, log_end))
+    lines = group_tables.offsets_table(group_tables.offset_rows(empty, committed, log_end))
     assert lines[2:] == [
         "G4              p1              0          3               3               0          "
         "     -               -               -",
@@ -64,14 +64,14 @@ def test_offsets_of_a_group_without_members_show_lag() -> None:
 
 
 def test_members_table_plain_and_verbose() -> None:
-    assert cg.members_table(STABLE, verbose=False) == [
+    assert group_tables.members_table(STABLE, verbose=False) == [
         "",
         "GROUP           CONSUMER-ID                                           HOST            "
         "CLIENT-ID        #PARTITIONS     ",
         f"G4              {SECOND}           /127.0.0.1      second           1               ",
         f"G4              {LONG} /127.0.0.1      console-consumer 2               ",
     ]
-    verbose = cg.members_table(STABLE, verbose=True)
+    verbose = group_tables.members_table(STABLE, verbose=True)
     assert verbose[1].endswith(
         "#PARTITIONS     CURRENT-EPOCH   CURRENT-ASSIGNMENT   TARGET-EPOCH    TARGET-ASSIGNMENT   "
     )
@@ -83,19 +83,19 @@ def test_members_table_plain_and_verbose() -> None:
 
 def test_members_table_with_static_members_has_an_instance_column() -> None:
     static = results.MemberInfo("m-1", "instance-a", "c", "/h", (TP("t", 0), TP("u", 1)))
-    lines = cg.members_table(group("Stable", static), verbose=True)
+    lines = group_tables.members_table(group("Stable", static), verbose=True)
     assert "GROUP-INSTANCE-ID" in lines[1]
     assert "instance-a" in lines[2] and "t:0;u:1" in lines[2]
 
 
 def test_state_table() -> None:
-    assert cg.state_table(STABLE) == [
+    assert group_tables.state_table(STABLE) == [
         "",
         "GROUP           COORDINATOR (ID)          ASSIGNMENT-STRATEGY  STATE                "
         "#MEMBERS",
         "G4              127.0.0.1:19092  (1)      range                Stable               2",
     ]
-    assert cg.state_table(group("Empty", assignor=""))[2].split() == [
+    assert group_tables.state_table(group("Empty", assignor=""))[2].split() == [
         "G4",
         "127.0.0.1:19092",
         "(1)",
@@ -110,55 +110,55 @@ def test_list_tables() -> None:
         results.GroupListing("G1", "Empty", "Classic", False),
         results.GroupListing("console-consumer-25389", "Stable", "Classic", False),
     ]
-    assert cg.list_table(groups, with_type=False, with_state=False) == [
+    assert group_tables.list_table(groups, with_type=False, with_state=False) == [
         "G1",
         "console-consumer-25389",
     ]
-    assert cg.list_table(groups, with_type=True, with_state=True) == [
+    assert group_tables.list_table(groups, with_type=True, with_state=True) == [
         "GROUP                            TYPE                 STATE               ",
         "G1                               Classic              Empty               ",
         "console-consumer-25389           Classic              Stable              ",
     ]
-    assert cg.list_table([], with_type=False, with_state=True) == [
+    assert group_tables.list_table([], with_type=False, with_state=True) == [
         "GROUP                     STATE               "
     ]
 
 
 def test_reset_table_and_csv_round_trip() -> None:
     plan = {"G1": {TP("testABC", 1): 0, TP("testABC", 0): 3}}
-    assert cg.reset_table(plan) == [
+    assert group_tables.reset_table(plan) == [
         "",
         "GROUP           TOPIC           PARTITION  NEW-OFFSET",
         "G1              testABC         0          3",
         "G1              testABC         1          0",
     ]
-    exported = cg.export_csv(plan)
+    exported = offset_resets.export_csv(plan)
     assert exported == "testABC,0,3\ntestABC,1,0\n"
-    assert cg.read_csv(exported, ["G1"]) == plan
+    assert offset_resets.read_csv(exported, ["G1"]) == plan
     two = {"a": {TP("t", 0): 1}, "b": {TP("t", 0): 2}}
-    assert cg.read_csv(cg.export_csv(two), ["a", "b"]) == two
+    assert offset_resets.read_csv(offset_resets.export_csv(two), ["a", "b"]) == two
 
 
 def test_topic_scopes() -> None:
-    assert cg.topic_scope("t") == cg.TopicScope("t", None)
-    assert cg.topic_scope("t:0,2") == cg.TopicScope("t", (0, 2))
+    assert offset_resets.topic_scope("t") == offset_resets.TopicScope("t", None)
+    assert offset_resets.topic_scope("t:0,2") == offset_resets.TopicScope("t", (0, 2))
     with pytest.raises(options.UsageError, match="Invalid partition 'x'"):
-        cg.topic_scope("t:x")
+        offset_resets.topic_scope("t:x")
 
 
 def test_datetimes_and_durations() -> None:
     utc = datetime.datetime(2020, 1, 1, tzinfo=datetime.UTC)
-    assert cg.datetime_ms("2020-01-01T00:00:00.000Z") == int(utc.timestamp() * 1000)
-    assert cg.datetime_ms("2020-01-01T01:00:00.000+01:00") == int(utc.timestamp() * 1000)
+    assert offset_resets.datetime_ms("2020-01-01T00:00:00.000Z") == int(utc.timestamp() * 1000)
+    assert offset_resets.datetime_ms("2020-01-01T01:00:00.000+01:00") == int(utc.timestamp() * 1000)
     local = datetime.datetime(2020, 1, 1, 0, 0, 0, 500_000).astimezone()
-    assert cg.datetime_ms("2020-01-01T00:00:00.5") == int(local.timestamp() * 1000)
-    assert cg.duration_ms("PT1H") == 3_600_000
-    assert cg.duration_ms("P1DT2M3.5S") == 86_400_000 + 120_000 + 3_500
+    assert offset_resets.datetime_ms("2020-01-01T00:00:00.5") == int(local.timestamp() * 1000)
+    assert offset_resets.duration_ms("PT1H") == 3_600_000
+    assert offset_resets.duration_ms("P1DT2M3.5S") == 86_400_000 + 120_000 + 3_500
     for bad in ("yesterday", "2020-01-01"):
         with pytest.raises(options.UsageError):
-            cg.datetime_ms(bad)
+            offset_resets.datetime_ms(bad)
     with pytest.raises(options.UsageError):
-        cg.duration_ms("PT")
+        offset_resets.duration_ms("PT")
 
 
 @pytest.mark.parametrize(

@@ -6,27 +6,25 @@ of an inactive group (`--to-earliest`, `--to-latest`, `--to-current`, `--to-offs
 `--shift-by N`, `--to-datetime`, `--by-duration`, `--from-file`; planned with `--dry-run`,
 applied with `--execute`, `--export`ed as CSV) and `--delete`. The tables have the columns,
 widths and messages of Kafka's ConsumerGroupCommand; unlike it, every error exits 1.
+
+This module is the command: its options, their checks, and each action run against the
+admin client. The tables are `group_tables`'; reading a reset specification and planning
+the new offsets are `offset_resets`'.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import dataclasses
-import datetime
-import io
-import re
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
-from strom.cli import options
+from strom.cli import group_tables, offset_resets, options
 from strom.client import admin as client_admin
 from strom.client import errors, results
 
 UsageError = options.UsageError
 TopicPartition = results.TopicPartition
-MISSING = "-"
 ACTIONS = ("list", "describe", "delete", "reset_offsets")
 RESET_SPECS = (
     "to_datetime",
@@ -198,11 +196,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
             raise UsageError("Option --all-topics cannot be used with --topic")
         if args.dry_run and args.execute:
             raise UsageError("Option --dry-run cannot be used with --execute")
-        args.scopes = [topic_scope(t) for t in args.topic]
+        args.scopes = [offset_resets.topic_scope(t) for t in args.topic]
         if args.spec == "to_datetime":
-            args.timestamp = datetime_ms(args.to_datetime)
+            args.timestamp = offset_resets.datetime_ms(args.to_datetime)
         elif args.spec == "by_duration":
-            args.timestamp = int(time.time() * 1000) - duration_ms(args.by_duration)
+            args.timestamp = int(time.time() * 1000) - offset_resets.duration_ms(args.by_duration)
     else:
         for spec in RESET_SPECS:
             if getattr(args, spec) not in (None, False):
@@ -234,333 +232,6 @@ def _names(text: str | None, valid: Sequence[str], what: str) -> set[str] | None
     return {by_lower[part.lower()] for part in chosen}
 
 
-@dataclasses.dataclass(frozen=True)
-class TopicScope:
-    topic: str
-    partitions: tuple[int, ...] | None  # None: every partition of the topic
-
-
-def topic_scope(text: str) -> TopicScope:
-    """'t' or 't:0,1,2' as --reset-offsets reads --topic."""
-    topic, sep, rest = text.partition(":")
-    if not topic:
-        raise UsageError(f"Invalid topic arg '{text}', expected topic name and partitions")
-    if not sep:
-        return TopicScope(topic, None)
-    partitions = []
-    for part in rest.split(","):
-        try:
-            partitions.append(int(part.strip()))
-        except ValueError:
-            raise UsageError(
-                f"Invalid partition '{part}' specified in topic arg '{text}''"
-            ) from None
-    return TopicScope(topic, tuple(partitions))
-
-
-_DATETIME = re.compile(
-    r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(Z|[+-]\d{2}:?\d{2})?$"
-)
-
-
-def datetime_ms(text: str) -> int:
-    """Kafka's --to-datetime formats, 'yyyy-MM-ddTHH:mm:ss.SSS' with an optional zone
-    (Z, +hh:mm, +hhmm); without one, the local time zone."""
-    match = _DATETIME.match(text.strip())
-    if match is None:
-        raise UsageError(
-            f"Error parsing timestamp '{text}': expected the format "
-            "'yyyy-MM-ddTHH:mm:ss.SSS' with an optional time zone (Z, +hh:mm)"
-        )
-    year, month, day, hour, minute, second, millis, zone = match.groups()
-    tz: datetime.tzinfo | None = None
-    if zone == "Z":
-        tz = datetime.UTC
-    elif zone:
-        sign = 1 if zone[0] == "+" else -1
-        digits = zone[1:].replace(":", "")
-        tz = datetime.timezone(
-            sign * datetime.timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-        )
-    moment = datetime.datetime(
-        int(year),
-        int(month),
-        int(day),
-        int(hour),
-        int(minute),
-        int(second),
-        int((millis or "0").ljust(3, "0")) * 1000,
-        tzinfo=tz,
-    )
-    if tz is None:
-        moment = moment.astimezone()  # local time
-    return int(moment.timestamp() * 1000)
-
-
-_DURATION = re.compile(
-    r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$", re.IGNORECASE
-)
-
-
-def duration_ms(text: str) -> int:
-    """An ISO-8601 duration as Java's Duration.parse reads it (PnDTnHnMn.nS)."""
-    match = _DURATION.match(text.strip())
-    if match is None or text.strip().upper() in ("P", "PT"):
-        raise UsageError(f"Error parsing duration '{text}': expected the format PnDTnHnMnS")
-    days, hours, minutes, seconds = match.groups()
-    total = (
-        int(days or 0) * 86400
-        + int(hours or 0) * 3600
-        + int(minutes or 0) * 60
-        + float(seconds or 0)
-    )
-    return int(total * 1000)
-
-
-# --- describe ---------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class OffsetRow:
-    group: str
-    topic: str
-    partition: int
-    offset: int | None
-    log_end_offset: int | None
-    consumer_id: str | None
-    host: str | None
-    client_id: str | None
-
-    @property
-    def lag(self) -> int | None:
-        if self.offset is None or self.offset < 0 or self.log_end_offset is None:
-            return None
-        return self.log_end_offset - self.offset
-
-
-def offset_rows(
-    group: results.GroupInfo,
-    committed: Mapping[TopicPartition, int],
-    log_end: Mapping[TopicPartition, int],
-) -> list[OffsetRow]:
-    """ConsumerGroupCommand's rows: partitions of members (the most partitions first),
-    then committed partitions that no member owns; each by topic and partition."""
-    rows: list[OffsetRow] = []
-    owned: set[TopicPartition] = set()
-    members = sorted(
-        (m for m in group.members if m.assignment), key=lambda m: len(m.assignment), reverse=True
-    )
-    for member in members:
-        for tp in sorted(member.assignment):
-            owned.add(tp)
-            rows.append(
-                OffsetRow(
-                    group.group_id,
-                    tp.topic,
-                    tp.partition,
-                    committed.get(tp),
-                    log_end.get(tp),
-                    member.member_id,
-                    member.host,
-                    member.client_id,
-                )
-            )
-    for tp in sorted(set(committed) - owned):
-        rows.append(
-            OffsetRow(
-                group.group_id,
-                tp.topic,
-                tp.partition,
-                committed[tp],
-                log_end.get(tp),
-                None,
-                None,
-                None,
-            )
-        )
-    return rows
-
-
-def offsets_table(rows: Sequence[OffsetRow]) -> list[str]:
-    """The offsets table (a blank line, the header, the rows), padded as Kafka pads it."""
-    g = max([15, *(len(r.group) for r in rows)])
-    t = max([15, *(len(r.topic) for r in rows)])
-    c = max([15, *(len(r.consumer_id or MISSING) for r in rows)])
-    h = max([15, *(len(r.host or MISSING) for r in rows)])
-
-    def line(*cells: object) -> str:
-        group, topic, partition, current, end, lag, consumer, host, client = (str(x) for x in cells)
-        return (
-            f"{group:<{g}} {topic:<{t}} {partition:<10} {current:<15} {end:<15} {lag:<15} "
-            f"{consumer:<{c}} {host:<{h}} {client}"
-        )
-
-    out = [
-        "",
-        line(
-            "GROUP",
-            "TOPIC",
-            "PARTITION",
-            "CURRENT-OFFSET",
-            "LOG-END-OFFSET",
-            "LAG",
-            "CONSUMER-ID",
-            "HOST",
-            "CLIENT-ID",
-        ),
-    ]
-    for r in rows:
-        out.append(
-            line(
-                r.group,
-                r.topic,
-                r.partition,
-                MISSING if r.offset is None or r.offset < 0 else r.offset,
-                MISSING if r.log_end_offset is None else r.log_end_offset,
-                MISSING if r.lag is None else r.lag,
-                r.consumer_id or MISSING,
-                r.host or MISSING,
-                r.client_id or MISSING,
-            )
-        )
-    return out
-
-
-def assignment_text(assignment: Iterable[TopicPartition]) -> str:
-    """'topic:0,1,2' per topic, topics joined by ';' ('-' when empty)."""
-    by_topic: dict[str, list[int]] = {}
-    for tp in assignment:
-        by_topic.setdefault(tp.topic, []).append(tp.partition)
-    if not by_topic:
-        return MISSING
-    return ";".join(
-        f"{topic}:{','.join(str(p) for p in sorted(ps))}" for topic, ps in sorted(by_topic.items())
-    )
-
-
-def members_table(group: results.GroupInfo, *, verbose: bool) -> list[str]:
-    members = group.members
-    g = max([15, len(group.group_id)])
-    c = max([15, *(len(m.member_id) for m in members)])
-    i = max([17, *(len(m.group_instance_id or "") for m in members)])
-    h = max([15, *(len(m.host) for m in members)])
-    cl = max([15, *(len(m.client_id) for m in members)])
-    with_instance = any(m.group_instance_id for m in members)
-    assignments = [assignment_text(m.assignment) for m in members]
-    a = max([20, *(len(x) for x in assignments)])
-
-    def line(group_id: str, member: str, instance: str, host: str, client: str, n: object) -> str:
-        middle = f"{instance:<{i}} " if with_instance else ""
-        return f"{group_id:<{g}} {member:<{c}} {middle}{host:<{h}} {client:<{cl}} {n!s:<15} "
-
-    header = line("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
-    if verbose:
-        header += f"{'CURRENT-EPOCH':<15} {'CURRENT-ASSIGNMENT':<{a}} {'TARGET-EPOCH':<15} "
-        header += f"{'TARGET-ASSIGNMENT':<{a}}"
-    out = ["", header]
-    for member, assigned in zip(members, assignments, strict=True):
-        row = line(
-            group.group_id,
-            member.member_id,
-            member.group_instance_id or MISSING,
-            member.host,
-            member.client_id,
-            len(member.assignment),
-        )
-        if verbose:
-            row += f"{MISSING:<15} {assigned:<{a}} {MISSING:<15} {MISSING:<{a}}"
-        out.append(row)
-    return out
-
-
-def state_table(group: results.GroupInfo) -> list[str]:
-    node = group.coordinator
-    coordinator = f"{node.host}:{node.port}  ({node.id})" if node else MISSING
-    g = max(15, len(group.group_id))
-    c = max(25, len(coordinator))
-
-    def line(*cells: object) -> str:
-        group_id, coord, strategy, state, members = (str(x) for x in cells)
-        return f"{group_id:<{g}} {coord:<{c}} {strategy:<20} {state:<20} {members}"
-
-    return [
-        "",
-        line("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
-        line(
-            group.group_id,
-            coordinator,
-            group.assignor or MISSING,
-            group.state,
-            len(group.members),
-        ),
-    ]
-
-
-def list_table(
-    groups: Sequence[results.GroupListing], *, with_type: bool, with_state: bool
-) -> list[str]:
-    if not with_type and not with_state:
-        return [g.group_id for g in groups]
-    width = max([15, *(len(g.group_id) for g in groups)]) + 10
-
-    def line(group_id: str, group_type: str, state: str) -> str:
-        cells = [f"{group_id:<{width}}"]
-        if with_type:
-            cells.append(f"{group_type:<20}")
-        if with_state:
-            cells.append(f"{state:<20}")
-        return " ".join(cells)
-
-    return [line("GROUP", "TYPE", "STATE")] + [line(g.group_id, g.type, g.state) for g in groups]
-
-
-def reset_table(plan: Mapping[str, Mapping[TopicPartition, int]]) -> list[str]:
-    g = max([15, *(len(group) for group in plan)])
-    t = max([15, *(len(tp.topic) for offsets in plan.values() for tp in offsets)])
-    out = [""]
-    if plan:
-        out.append(f"{'GROUP':<{g}} {'TOPIC':<{t}} {'PARTITION':<10} NEW-OFFSET")
-    for group, offsets in plan.items():
-        for tp, offset in sorted(offsets.items()):
-            out.append(f"{group:<{g}} {tp.topic:<{t}} {tp.partition!s:<10} {offset}")
-    return out
-
-
-def export_csv(plan: Mapping[str, Mapping[TopicPartition, int]]) -> str:
-    """The plan as --from-file reads it back: topic,partition,offset (group first when the
-    plan has several groups)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    for group, offsets in plan.items():
-        for tp, offset in sorted(offsets.items()):
-            cells = [tp.topic, tp.partition, offset]
-            writer.writerow([group, *cells] if len(plan) > 1 else cells)
-    return buffer.getvalue()
-
-
-def read_csv(text: str, groups: Sequence[str]) -> dict[str, dict[TopicPartition, int]]:
-    out: dict[str, dict[TopicPartition, int]] = {}
-    for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
-        if not row or not "".join(row).strip():
-            continue
-        try:
-            if len(row) == 3:
-                if len(groups) != 1:
-                    raise UsageError("a CSV without a group column needs exactly one --group")
-                group, topic, partition, offset = groups[0], row[0], int(row[1]), int(row[2])
-            elif len(row) == 4:
-                group, topic, partition, offset = row[0], row[1], int(row[2]), int(row[3])
-            else:
-                raise ValueError
-        except ValueError:
-            raise UsageError(
-                f"--from-file line {number}: expected topic,partition,offset "
-                "(or group,topic,partition,offset)"
-            ) from None
-        out.setdefault(group, {})[TopicPartition(topic.strip(), partition)] = offset
-    return out
-
-
 # --- actions ----------------------------------------------------------------------------
 
 
@@ -581,7 +252,11 @@ def _list(admin: client_admin.Admin, args: argparse.Namespace) -> int:
         groups = [g for g in groups if g.state in args.state_filter]
     if args.type_filter:
         groups = [g for g in groups if g.type in args.type_filter]
-    _say(list_table(groups, with_type=args.type is not None, with_state=args.state is not None))
+    _say(
+        group_tables.list_table(
+            groups, with_type=args.type is not None, with_state=args.state is not None
+        )
+    )
     return 0
 
 
@@ -607,16 +282,16 @@ def _describe(admin: client_admin.Admin, args: argparse.Namespace) -> int:
             missing += 1
             continue
         if args.view == "state":
-            _say(state_table(group))
+            _say(group_tables.state_table(group))
         elif args.view == "members":
-            _say(members_table(group, verbose=args.verbose))
+            _say(group_tables.members_table(group, verbose=args.verbose))
         else:
             committed = admin.committed_offsets(group_id)
             assigned = {tp for m in group.members for tp in m.assignment}
             log_end = _log_end_offsets(admin, set(committed) | assigned)
-            rows = offset_rows(group, committed, log_end)
+            rows = group_tables.offset_rows(group, committed, log_end)
             if rows:
-                _say(offsets_table(rows))
+                _say(group_tables.offsets_table(rows))
     return 1 if missing else 0
 
 
@@ -659,121 +334,17 @@ def _delete(admin: client_admin.Admin, args: argparse.Namespace) -> int:
 
 
 def _reset(admin: client_admin.Admin, args: argparse.Namespace) -> int:
-    ids = _groups(admin, args)
-    if args.spec == "from_file":
-        try:
-            with open(args.from_file, encoding="utf-8") as f:
-                from_file = read_csv(f.read(), ids)
-        except OSError as e:
-            raise UsageError(f"cannot read {args.from_file}: {e.strerror or e}") from None
-        ids = sorted(set(ids) | set(from_file)) if args.all_groups else ids
-    described = admin.describe_groups(ids)
-    plan: dict[str, dict[TopicPartition, int]] = {}
-    for group_id in ids:
-        state = described[group_id].state
-        if state not in ("Empty", "Dead"):
-            raise errors.ClientError(
-                f"Assignments can only be reset if the group '{group_id}' is inactive, but the "
-                f"current state is {state}."
-            )
-        if args.spec == "from_file":
-            plan[group_id] = dict(from_file.get(group_id, {}))
-        else:
-            plan[group_id] = _planned(admin, args, group_id)
+    plan = offset_resets.plan(admin, args, _groups(admin, args))
     if args.export:
-        print(export_csv(plan))  # Kafka's println of the CSV: a blank line ends it
+        print(offset_resets.export_csv(plan))  # Kafka's println of the CSV: a blank line ends it
     else:
-        _say(reset_table(plan))
+        _say(group_tables.reset_table(plan))
     if args.execute:
         for group_id, offsets in plan.items():
             admin.alter_committed_offsets(group_id, offsets)
     elif not args.dry_run:
         print(DRY_RUN_WARNING, file=sys.stderr)
     return 0
-
-
-def _planned(
-    admin: client_admin.Admin, args: argparse.Namespace, group_id: str
-) -> dict[TopicPartition, int]:
-    committed = admin.committed_offsets(group_id)
-    partitions = _scope(admin, args, committed)
-    if not partitions:
-        return {}
-    spec = args.spec
-    if spec == "to_earliest":
-        return admin.list_offsets(partitions, "earliest")
-    if spec == "to_latest":
-        return admin.list_offsets(partitions, "latest")
-    if spec == "to_current":
-        latest = admin.list_offsets([tp for tp in partitions if tp not in committed], "latest")
-        return {tp: committed[tp] if tp in committed else latest[tp] for tp in partitions}
-    if spec in ("to_datetime", "by_duration"):
-        found = admin.list_offsets(partitions, int(args.timestamp))
-        latest = admin.list_offsets([tp for tp, o in found.items() if o < 0], "latest")
-        for tp in sorted(latest):
-            print(
-                f"\nWarn: Partition {tp.partition} from topic {tp.topic} is empty. Falling back "
-                "to latest known offset.",
-                file=sys.stderr,
-            )
-        return {tp: latest[tp] if found[tp] < 0 else found[tp] for tp in partitions}
-    if spec == "shift_by":
-        without = [tp for tp in partitions if tp not in committed]
-        if without:
-            raise errors.ClientError(
-                f"Cannot shift offset for partition {without[0]} since there is no current "
-                "committed offset"
-            )
-        wanted = {tp: committed[tp] + args.shift_by for tp in partitions}
-    else:  # to_offset
-        wanted = dict.fromkeys(partitions, args.to_offset)
-    return _clamped(admin, wanted)
-
-
-def _clamped(
-    admin: client_admin.Admin, wanted: Mapping[TopicPartition, int]
-) -> dict[TopicPartition, int]:
-    """Offsets moved into [earliest, latest], with Kafka's warnings."""
-    earliest = admin.list_offsets(wanted, "earliest")
-    latest = admin.list_offsets(wanted, "latest")
-    out = {}
-    for tp, offset in sorted(wanted.items()):
-        if offset > latest[tp]:
-            print(
-                f"New offset ({offset}) is higher than latest offset for topic partition {tp}. "
-                f"Value will be set to {latest[tp]}",
-                file=sys.stderr,
-            )
-            offset = latest[tp]
-        elif offset < earliest[tp]:
-            print(
-                f"New offset ({offset}) is lower than earliest offset for topic partition {tp}. "
-                f"Value will be set to {earliest[tp]}",
-                file=sys.stderr,
-            )
-            offset = earliest[tp]
-        out[tp] = offset
-    return out
-
-
-def _scope(
-    admin: client_admin.Admin, args: argparse.Namespace, committed: Mapping[TopicPartition, int]
-) -> list[TopicPartition]:
-    if args.all_topics:
-        return sorted(committed)
-    out: list[TopicPartition] = []
-    described = admin.describe_topics(sorted(set(s.topic for s in args.scopes)))
-    for scope in args.scopes:
-        existing = {p.partition for p in described[scope.topic].partitions}
-        if scope.partitions is None:
-            out += [TopicPartition(scope.topic, p) for p in sorted(existing)]
-            continue
-        unknown = [p for p in scope.partitions if p not in existing]
-        if unknown:
-            names = ",".join(f"{scope.topic}-{p}" for p in unknown)
-            raise errors.NotFoundError(f'The partitions "{names}" do not exist')
-        out += [TopicPartition(scope.topic, p) for p in scope.partitions]
-    return sorted(set(out))
 
 
 def _body(argv: Sequence[str] | None) -> int:
