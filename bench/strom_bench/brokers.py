@@ -15,7 +15,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from strom_bench import java_tools, process_groups
@@ -36,6 +36,8 @@ KAFKA_JVM_OPTIONS = (
     "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 )
+# Each node of the 3-node cluster (C2): a smaller heap, three JVMs share a 2-core machine.
+KAFKA_CLUSTER_JVM_OPTIONS = ("-Xmx512M", "-Xms512M", *KAFKA_JVM_OPTIONS[2:])
 KAFKA_MAIN = "kafka.Kafka"
 KAFKA_STORAGE_TOOL = "kafka.tools.StorageTool"
 
@@ -69,18 +71,30 @@ def strom_overrides(
     }
 
 
+def kafka_quorum_voters(controller_ports: Sequence[int]) -> str:
+    """controller.quorum.voters of nodes 1..N on loopback: `1@127.0.0.1:P1,2@127.0.0.1:P2`."""
+    return ",".join(f"{n}@127.0.0.1:{port}" for n, port in enumerate(controller_ports, start=1))
+
+
 def kafka_server_properties(
-    port: int, controller_port: int, log_dir: Path, segment_bytes: int
+    port: int,
+    controller_port: int,
+    log_dir: Path,
+    segment_bytes: int,
+    *,
+    node_id: int = 1,
+    voters: str | None = None,
 ) -> dict[str, str]:
-    """A single KRaft node in combined mode (broker + controller) on loopback.
+    """A KRaft node in combined mode (broker + controller) on loopback: alone (the default)
+    or one of a static quorum (`voters`, see kafka_quorum_voters).
 
     Flush settings are left at Kafka's defaults (log.flush.interval.* = never): like Strom,
     Kafka leaves writes in the page cache and relies on replication, not fsync, for safety.
     """
     return {
         "process.roles": "broker,controller",
-        "node.id": "1",
-        "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters or kafka_quorum_voters([controller_port]),
         "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
         "controller.listener.names": "CONTROLLER",
@@ -220,12 +234,25 @@ class KafkaBroker(Broker):
         work_dir: Path,
         segment_bytes: int,
         formatted_template: Path,
+        *,
+        node_id: int = 1,
+        controller_port: int | None = None,
+        voters: str | None = None,
+        jvm_options: Sequence[str] = KAFKA_JVM_OPTIONS,
     ) -> None:
+        """A single node by default; a cluster's node passes its node.id, controller port
+        and the quorum's voters (its template formatted for that node.id)."""
         super().__init__(groups, work_dir)
-        self.controller_port = process_groups.free_port()
+        self.controller_port = controller_port or process_groups.free_port()
         self.formatted_template = formatted_template
+        self.jvm_options = tuple(jvm_options)
         self.properties = kafka_server_properties(
-            self.port, self.controller_port, self.data_dir, segment_bytes
+            self.port,
+            self.controller_port,
+            self.data_dir,
+            segment_bytes,
+            node_id=node_id,
+            voters=voters,
         )
 
     def start(self) -> None:
@@ -235,7 +262,7 @@ class KafkaBroker(Broker):
             shutil.copytree(self.formatted_template, self.data_dir)
         config = self.work_dir / "server.properties"
         config.write_text(properties_text(self.properties))
-        argv = java_tools.java_argv(KAFKA_MAIN, [str(config)], KAFKA_JVM_OPTIONS)
+        argv = java_tools.java_argv(KAFKA_MAIN, [str(config)], self.jvm_options)
         self.proc = self.groups.spawn(argv, stdout=self.log_path, cwd=self.work_dir)
 
     def wait_ready(self, tools: java_tools.JavaTools) -> None:
@@ -247,6 +274,9 @@ class KafkaBroker(Broker):
             raise BrokerFailed(f"Kafka not ready: {e}") from e
 
 
+FORMAT_TIMEOUT_S = 120.0
+
+
 def format_kafka_storage(
     groups: process_groups.ProcessGroups, template_dir: Path, segment_bytes: int
 ) -> None:
@@ -255,16 +285,38 @@ def format_kafka_storage(
     Copying a formatted directory is what formatting would write (meta.properties and the
     bootstrap checkpoint), without a JVM start per round.
     """
-    template_dir.parent.mkdir(parents=True, exist_ok=True)
-    properties = kafka_server_properties(
-        process_groups.free_port(), process_groups.free_port(), template_dir, segment_bytes
-    )
-    config = template_dir.parent / "format.properties"
-    config.write_text(properties_text(properties))
-    args = ["format", "-t", kafka_cluster_id(), "-c", str(config)]
-    argv = java_tools.java_argv(KAFKA_STORAGE_TOOL, args, java_tools.ADMIN_JVM_OPTIONS)
-    log = template_dir.parent / "format.log"
-    proc = groups.spawn(argv, stdout=log)
-    rc = groups.wait(proc, 120.0)
-    if rc != 0:
-        raise BrokerFailed(f"kafka-storage format failed ({rc}):\n{process_groups.log_tail(log)}")
+    format_kafka_storages(groups, [template_dir], segment_bytes)
+
+
+def format_kafka_storages(
+    groups: process_groups.ProcessGroups, template_dirs: Sequence[Path], segment_bytes: int
+) -> None:
+    """`kafka-storage format` into each of `template_dirs` for node.id 1, 2, ... with one
+    cluster id (a static quorum of those nodes), the formats running side by side. One
+    directory is the single node; N are the N nodes of a cluster."""
+    cluster_id = kafka_cluster_id()
+    controller_ports = [process_groups.free_port() for _ in template_dirs]
+    voters = kafka_quorum_voters(controller_ports)
+    running = []
+    for node_id, template_dir in enumerate(template_dirs, start=1):
+        template_dir.parent.mkdir(parents=True, exist_ok=True)
+        properties = kafka_server_properties(
+            process_groups.free_port(),
+            controller_ports[node_id - 1],
+            template_dir,
+            segment_bytes,
+            node_id=node_id,
+            voters=voters,
+        )
+        config = template_dir.parent / f"{template_dir.name}-format.properties"
+        config.write_text(properties_text(properties))
+        args = ["format", "-t", cluster_id, "-c", str(config)]
+        argv = java_tools.java_argv(KAFKA_STORAGE_TOOL, args, java_tools.ADMIN_JVM_OPTIONS)
+        log = template_dir.parent / f"{template_dir.name}-format.log"
+        running.append((groups.spawn(argv, stdout=log), log))
+    for proc, log in running:
+        rc = groups.wait(proc, FORMAT_TIMEOUT_S)
+        if rc != 0:
+            raise BrokerFailed(
+                f"kafka-storage format failed ({rc}):\n{process_groups.log_tail(log)}"
+            )

@@ -20,6 +20,7 @@ from typing import Any
 
 from strom_bench import (
     brokers,
+    clusters,
     figures,
     java_tools,
     machine,
@@ -67,7 +68,14 @@ def settings_document(plan: Plan, run_dir: Path) -> dict[str, Any]:
             "L1": "FixedRateLatency (bench/peer): open-loop producer at a fixed rate, "
             "consumer in the same JVM, latency from each record's scheduled send time",
             "M1": "VmRSS of the broker process (the JVM; the Python process)",
+            "C2": "CreateTopicsTiming (bench/peer): createTopics (and createPartitions past "
+            f"{plan.c2_partitions_per_request:,} partitions per request), then describeTopics "
+            "until every partition has a leader; timed from the first request",
         },
+        "c2_kafka_cluster": f"{clusters.KAFKA_CLUSTER_BROKERS}-node KRaft, combined mode, "
+        "static quorum (controller.quorum.voters), one node per JVM",
+        "c2_kafka_jvm_options": list(brokers.KAFKA_CLUSTER_JVM_OPTIONS),
+        "c2_strom_cluster": clusters.STROM_CLUSTER.__name__,
         "units": "MB = 2^20 bytes, as Kafka's tools count; MiB of resident memory",
     }
 
@@ -79,19 +87,30 @@ def run_comparison(plan: Plan, results_dir: Path, keep_run_dir: bool) -> int:
     run_dir.mkdir(parents=True)
     machine_info = machine.describe(run_dir, java_tools.java_version())
     rounds: dict[str, list[dict[str, float]]] = {side: [] for side in brokers.SIDES}
+    cluster_sizes: dict[str, int | None] = dict.fromkeys(brokers.SIDES)
     errors: list[str] = []
     with process_groups.ProcessGroups() as groups:
         template = run_dir / "kafka-formatted"
+        cluster_templates: tuple[Path, ...] = ()
+        if plan.c2_rounds:
+            cluster_templates = tuple(clusters.kafka_cluster_templates(run_dir / "kafka-cluster"))
         brokers.format_kafka_storage(groups, template, plan.segment_bytes)
+        if cluster_templates:  # C2's nodes: formatted side by side, a cluster id of their own
+            brokers.format_kafka_storages(groups, cluster_templates, plan.segment_bytes)
         for round_no in range(1, plan.rounds + 1):
             for kind in brokers.SIDES:
                 turn = workloads.run_turn(
-                    workloads.Turn(kind, round_no, plan, groups, run_dir, template)
+                    workloads.Turn(
+                        kind, round_no, plan, groups, run_dir, template, cluster_templates
+                    )
                 )
                 rounds[kind].append(turn.values)
                 errors += turn.errors
+                if turn.cluster_brokers is not None:
+                    cluster_sizes[kind] = turn.cluster_brokers
     machine_info["load_average_end"] = machine.load_average()
-    results = figures.build_figures(rounds)
+    note = clusters.comparison_note(cluster_sizes[brokers.STROM], cluster_sizes[brokers.KAFKA])
+    results = figures.build_figures(rounds, notes=dict.fromkeys(figures.CLUSTER_FIGURES, note))
     document = report.json_document(
         timestamp=timestamp,
         mode=plan.mode,

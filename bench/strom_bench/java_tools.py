@@ -2,9 +2,10 @@
 
 The same client and the same tool drive both brokers: `ProducerPerformance` from the
 kafka-tools jar for P1, `AssignConsumerPerf` (ConsumerPerformance's counting, without a
-consumer group) for C1, `FixedRateLatency` (an open-loop EndToEndLatency) for L1, and
-`BenchAdmin` to wait for a broker and create topics. Parsing of their output is pure and
-lives here too, so it is unit-tested without a JVM.
+consumer group) for C1, `FixedRateLatency` (an open-loop EndToEndLatency) for L1,
+`CreateTopicsTiming` (the admin client's createTopics, then describeTopics until every
+partition has a leader) for C2, and `BenchAdmin` to wait for a broker and create topics.
+Parsing of their output is pure and lives here too, so it is unit-tested without a JVM.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ TOOL_JVM_OPTIONS = (
 # The admin program only waits and creates topics: start it fast (C1 JIT only).
 ADMIN_JVM_OPTIONS = ("-Xmx256M", "-XX:TieredStopAtLevel=1")
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
+# What a tool watches while it runs: the broker it talks to, or every node of a cluster.
+Watched = subprocess.Popen[bytes] | Sequence[subprocess.Popen[bytes]] | None
 
 
 class ToolFailed(RuntimeError):
@@ -151,6 +154,38 @@ def last_json_line(stdout: str) -> dict[str, Any]:
     raise ToolFailed(f"no JSON result line in the output:\n{stdout[-2000:]}")
 
 
+@dataclass(frozen=True)
+class CreateTopicsResult:
+    """One CreateTopicsTiming run: createTopics calls, then leaders known (milliseconds)."""
+
+    brokers: int  # brokers the admin client saw before it started the clock
+    topics: int
+    partitions: int  # in all
+    requests: int  # createTopics calls
+    describe_polls: int
+    create_ms: float  # the createTopics calls, answered
+    leaders_ms: float  # from then until describeTopics showed every partition's leader
+    total_ms: float
+
+    @property
+    def total_s(self) -> float:
+        return self.total_ms / 1000
+
+
+def parse_create_topics_result(stdout: str) -> CreateTopicsResult:
+    data = last_json_line(stdout)
+    return CreateTopicsResult(
+        brokers=int(data["brokers"]),
+        topics=int(data["topics"]),
+        partitions=int(data["partitions"]),
+        requests=int(data["requests"]),
+        describe_polls=int(data["describe_polls"]),
+        create_ms=float(data["create_ms"]),
+        leaders_ms=float(data["leaders_ms"]),
+        total_ms=float(data["total_ms"]),
+    )
+
+
 def parse_consumer_result(stdout: str) -> ConsumerResult:
     data = last_json_line(stdout)
     return ConsumerResult(
@@ -184,14 +219,20 @@ class JavaTools:
         name: str,
         argv: Sequence[str],
         timeout_s: float,
-        broker: subprocess.Popen[bytes] | None,
+        broker: Watched,
     ) -> str:
-        """Run to completion and return stdout; raise ToolFailed on error or timeout."""
+        """Run to completion and return stdout; raise ToolFailed on error or timeout (and
+        BrokerExited, the tool killed, if a watched broker process exits first)."""
         self._count += 1
         stdout_path = self.log_dir / f"{self._count:03d}-{name}.out"
         stderr_path = self.log_dir / f"{self._count:03d}-{name}.err"
         proc = self.groups.spawn(argv, stdout=stdout_path, stderr=stderr_path)
-        alive = [broker] if broker is not None else []
+        if broker is None:
+            alive = []
+        elif isinstance(broker, subprocess.Popen):
+            alive = [broker]
+        else:
+            alive = list(broker)
         rc = self.groups.wait(proc, timeout_s, alive=alive)
         stdout = stdout_path.read_text("utf-8", "replace")
         if rc != 0:
@@ -203,12 +244,42 @@ class JavaTools:
         return stdout
 
     def admin_ready(
-        self, bootstrap: str, timeout_s: float, broker: subprocess.Popen[bytes]
+        self, bootstrap: str, timeout_s: float, broker: Watched, min_brokers: int = 1
     ) -> None:
-        argv = java_argv(
-            "BenchAdmin", [bootstrap, "ready", str(int(timeout_s * 1000))], ADMIN_JVM_OPTIONS
-        )
+        """Until an admin client sees at least `min_brokers` brokers (Kafka lists unfenced
+        brokers only), within `timeout_s`."""
+        args = [bootstrap, "ready", str(int(timeout_s * 1000)), str(min_brokers)]
+        argv = java_argv("BenchAdmin", args, ADMIN_JVM_OPTIONS)
         self.run("admin-ready", argv, timeout_s + 30, broker)
+
+    def create_topics_timing(
+        self,
+        bootstrap: str,
+        prefix: str,
+        *,
+        topics: int,
+        partitions: int,
+        replication_factor: int,
+        timeout_s: float,
+        broker: Watched,
+        topics_per_request: int | None = None,
+        partitions_per_request: int | None = None,
+    ) -> CreateTopicsResult:
+        """Create `topics` topics of `partitions` each (all in one createTopics call unless
+        `topics_per_request`) and time it until every partition has a leader. With
+        `partitions_per_request` below `partitions`, each topic starts with that many and is
+        grown by createPartitions calls of at most that many (Kafka's per-request limit)."""
+        args = [
+            bootstrap, str(int(timeout_s * 1000)), prefix,
+            str(topics), str(partitions), str(replication_factor),
+        ]  # fmt: skip
+        if topics_per_request is not None or partitions_per_request is not None:
+            args.append(str(topics_per_request or topics))
+        if partitions_per_request is not None:
+            args.append(str(partitions_per_request))
+        argv = java_argv("CreateTopicsTiming", args, ADMIN_JVM_OPTIONS)
+        stdout = self.run("create-topics-timing", argv, timeout_s + 30, broker)
+        return parse_create_topics_result(stdout)
 
     def create_topics(
         self,

@@ -28,6 +28,11 @@ class Plan:
     s1_partitions: int  # S1: the topic whose broker is stopped and started again
     s1_rounds: int  # S1 runs in the first s1_rounds rounds only (0: not at all)
     s1_records: int  # produced to the S1 topic before the stop, spread over its partitions
+    c2_rounds: int  # C2 (topic creation on a cluster) in the first c2_rounds rounds (0: never)
+    c2_topics: int  # C2-100x10: this many topics ...
+    c2_topic_partitions: int  # ... of this many partitions each, in one createTopics request
+    c2_big_partitions: int  # C2-10k: one topic of this many partitions (0: not run)
+    c2_partitions_per_request: int  # at most this many partitions per request (Kafka's limit)
     segment_bytes: int
     tool_timeout_s: float
 
@@ -52,6 +57,11 @@ _COMMON: dict[str, Any] = {
     "m1_partitions": 1000,
     "s1_partitions": 10_000,
     "s1_records": 20_000,
+    "c2_topics": 100,
+    "c2_topic_partitions": 10,
+    # Kafka refuses one request making more than 10,000 metadata records, and a topic of
+    # 10,000 partitions makes 10,001: created with 5,000, then grown by createPartitions.
+    "c2_partitions_per_request": 5_000,
     "segment_bytes": GIB,
 }
 
@@ -65,6 +75,8 @@ QUICK = Plan(
     l1_warmup_s=1.5,
     tool_timeout_s=120.0,
     s1_rounds=0,  # 10,000 partitions on Kafka do not fit the quick budget
+    c2_rounds=1,  # C2-100x10 once per side (~20 s in all, a 3-node Kafka start is most of it)
+    c2_big_partitions=0,  # C2-10k: another ~10-30 s on Kafka, past the quick budget
     **_COMMON,
 )
 
@@ -78,6 +90,8 @@ FULL = Plan(
     l1_warmup_s=5.0,
     tool_timeout_s=900.0,
     s1_rounds=3,
+    c2_rounds=3,
+    c2_big_partitions=10_000,
     **_COMMON,
 )
 
@@ -92,6 +106,8 @@ PROFILE = Plan(
     l1_warmup_s=0.0,
     tool_timeout_s=600.0,
     s1_rounds=0,
+    c2_rounds=0,
+    c2_big_partitions=0,
     **_COMMON,
 )
 

@@ -11,6 +11,7 @@ from strom_bench.figures import Figure, Summary
 
 PENDING = "pending"
 NOT_MEASURED = "n/a"
+NOT_JUDGED = "not judged"
 
 
 def format_value(value: float) -> str:
@@ -41,6 +42,10 @@ def format_ratio(ratio: float | None) -> str:
 def target_cell(figure: Figure) -> str:
     if figure.spec.pending:
         return figure.spec.pending
+    if figure.note:
+        if figure.spec.target is None:
+            return figure.note
+        return f"{figure.spec.target}: {NOT_JUDGED} ({figure.note})"
     if figure.spec.target is None:
         return ""
     verdict = {True: "met", False: "missed", None: NOT_MEASURED}[figure.meets_target]

@@ -7,6 +7,9 @@ Then, in the plan's first ``s1_rounds`` rounds, S1 on a broker of its own: a 10,
 topic with a few records spread over it, SIGTERM timed to exit (S1-stop), then a start
 timed to ready (S1-start): /readyz answering 200 for Strom, an admin client seeing the node
 for Kafka, as ``wait_ready`` does.
+Then, in the first ``c2_rounds`` rounds, C2 on a cluster of its own (see ``run_c2``): a
+3-node KRaft cluster for Kafka, ``clusters.STROM_CLUSTER`` for Strom (one broker until Strom
+runs a quorum).
 A failed workload is recorded and leaves its figures out of this round; a dead broker ends
 the turn.
 """
@@ -19,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from strom_bench import brokers, java_tools, memory, process_groups
+from strom_bench import brokers, clusters, java_tools, memory, process_groups
 from strom_bench.plan import Plan
 
 P1_1KIB_TOPIC = "p1-1kib"
@@ -34,6 +37,9 @@ S1_PARTITIONS_PER_TOPIC = 5_000
 ADMIN_TIMEOUT_S = 120.0
 S1_ADMIN_TIMEOUT_S = 600.0  # creating 10,000 partitions
 S1_STOP_TIMEOUT_S = 300.0
+C2_SMALL_TOPICS = "c2-small"  # C2-100x10's topics: c2-small-0 .. c2-small-99
+C2_BIG_TOPIC = "c2-big"
+C2_TIMEOUT_S = 600.0
 
 
 def progress(message: str) -> None:
@@ -50,8 +56,10 @@ class Turn:
     groups: process_groups.ProcessGroups
     run_dir: Path
     kafka_template: Path | None
+    kafka_cluster_templates: tuple[Path, ...] = ()  # C2's nodes, formatted (node.id 1..N)
     values: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    cluster_brokers: int | None = None  # how many brokers C2 ran on, once it started
 
     @property
     def label(self) -> str:
@@ -64,6 +72,19 @@ class Turn:
         assert self.kafka_template is not None
         return brokers.KafkaBroker(
             self.groups, work_dir, self.plan.segment_bytes, self.kafka_template
+        )
+
+    @property
+    def c2_dir(self) -> Path:
+        return self.run_dir / f"round{self.round_no}-{self.kind}-c2"
+
+    def new_cluster(self) -> clusters.Cluster:
+        work_dir = self.c2_dir
+        if self.kind == brokers.STROM:
+            return clusters.STROM_CLUSTER(self.groups, work_dir, self.plan.segment_bytes)
+        assert self.kafka_cluster_templates
+        return clusters.kafka_cluster(
+            self.groups, work_dir, self.plan.segment_bytes, self.kafka_cluster_templates
         )
 
     def record(self, figure_id: str, value: float, unit: str) -> None:
@@ -91,6 +112,8 @@ def run_turn(turn: Turn) -> Turn:
         broker.stop()
     if turn.round_no <= turn.plan.s1_rounds:
         run_s1(turn)
+    if turn.round_no <= turn.plan.c2_rounds:
+        run_c2(turn)
     return turn
 
 
@@ -135,6 +158,66 @@ def run_s1(turn: Turn) -> None:
         progress(f"{turn.label} S1 FAILED: {str(e).splitlines()[0]}")
     finally:
         broker.stop()
+
+
+def c2_figure_id(topics: int, partitions: int) -> str:
+    """C2-100x10 for 100 topics of 10 partitions; C2-10k for one topic of 10,000."""
+    if topics == 1 and partitions % 1000 == 0:
+        return f"C2-{partitions // 1000}k"
+    return f"C2-{topics}x{partitions}"
+
+
+def run_c2(turn: Turn) -> None:
+    """C2 on a fresh cluster: time topic creation until every partition has a leader, RF 1.
+
+    First C2-100x10 (100 topics x 10 partitions in one createTopics request), then, on the
+    same cluster, C2-10k (one topic of 10,000 partitions, created with
+    ``c2_partitions_per_request`` and grown by createPartitions, Kafka's per-request limit).
+    The cluster has been seen whole by an admin client before either clock starts.
+    """
+    plan = turn.plan
+    cluster = turn.new_cluster()
+    tools = java_tools.JavaTools(turn.groups, turn.c2_dir / "tools")
+    try:
+        cluster.start()
+        cluster.wait_ready(tools)
+        turn.cluster_brokers = cluster.size
+        small = tools.create_topics_timing(
+            cluster.bootstrap,
+            C2_SMALL_TOPICS,
+            topics=plan.c2_topics,
+            partitions=plan.c2_topic_partitions,
+            replication_factor=1,
+            timeout_s=C2_TIMEOUT_S,
+            broker=cluster.processes,
+        )
+        _record_c2(turn, c2_figure_id(plan.c2_topics, plan.c2_topic_partitions), small)
+        if plan.c2_big_partitions:
+            big = tools.create_topics_timing(
+                cluster.bootstrap,
+                C2_BIG_TOPIC,
+                topics=1,
+                partitions=plan.c2_big_partitions,
+                replication_factor=1,
+                timeout_s=C2_TIMEOUT_S,
+                broker=cluster.processes,
+                partitions_per_request=plan.c2_partitions_per_request,
+            )
+            _record_c2(turn, c2_figure_id(1, plan.c2_big_partitions), big)
+    except (brokers.BrokerFailed, process_groups.BrokerExited, java_tools.ToolFailed) as e:
+        turn.errors.append(f"{turn.label} C2: {e}\n{cluster.log_excerpt()}")
+        progress(f"{turn.label} C2 FAILED: {str(e).splitlines()[0]}")
+    finally:
+        cluster.stop()
+
+
+def _record_c2(turn: Turn, figure_id: str, result: java_tools.CreateTopicsResult) -> None:
+    turn.record(figure_id, result.total_s, "s")
+    progress(
+        f"{turn.label} {figure_id}: {result.partitions:,} partitions on {result.brokers} "
+        f"broker(s), {result.requests} request(s) {result.create_ms:,.0f} ms, then leaders "
+        f"known after {result.leaders_ms:,.0f} ms ({result.describe_polls} describeTopics)"
+    )
 
 
 def _run_workloads(turn: Turn, broker: brokers.Broker, tools: java_tools.JavaTools) -> None:

@@ -39,6 +39,10 @@ def test_plans_follow_the_issue() -> None:
         assert p.m1_partitions == 1000
         assert p.l1_warmup_s < p.l1_duration_s
     assert plan.FULL.c1_bytes == 1 << 30
+    # C2: the full run measures both figures in 3 rounds; quick, 100 x 10 once (its budget)
+    assert (plan.FULL.c2_rounds, plan.FULL.c2_big_partitions) == (3, 10_000)
+    assert (plan.QUICK.c2_rounds, plan.QUICK.c2_big_partitions) == (1, 0)
+    assert plan.PROFILE.c2_rounds == 0
     assert plan.QUICK.warmup_records(40_000) == 8_000
 
 

@@ -18,10 +18,11 @@ import org.apache.kafka.common.TopicPartitionInfo;
  * a leader. A slow broker gets the whole TIMEOUT_MS to answer CreateTopics (1,000 partitions
  * can take seconds); the readiness and leader probes give up on one attempt after
  * PROBE_TIMEOUT_MS and retry, so a broker that accepts connections before it serves
- * requests does not stall them.
+ * requests does not stall them. `ready` with MIN_BROKERS (a cluster) waits until the cluster
+ * metadata lists at least that many brokers (Kafka lists only unfenced ones).
  *
  * <pre>
- * BenchAdmin BOOTSTRAP ready TIMEOUT_MS
+ * BenchAdmin BOOTSTRAP ready TIMEOUT_MS [MIN_BROKERS]
  * BenchAdmin BOOTSTRAP create TIMEOUT_MS NAME:PARTITIONS:RF [NAME:PARTITIONS:RF ...]
  * </pre>
  */
@@ -32,7 +33,7 @@ public final class BenchAdmin {
 
     public static void main(String[] args) throws Exception {
         if (args.length < 3) {
-            System.err.println("usage: BenchAdmin BOOTSTRAP ready|create TIMEOUT_MS [NAME:P:RF ...]");
+            System.err.println("usage: BenchAdmin BOOTSTRAP ready TIMEOUT_MS [MIN_BROKERS] | create TIMEOUT_MS NAME:P:RF ...");
             System.exit(2);
         }
         Properties props = new Properties();
@@ -42,7 +43,8 @@ public final class BenchAdmin {
         props.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, String.valueOf(timeoutMs));
         props.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, String.valueOf(timeoutMs));
         try (Admin admin = Admin.create(props)) {
-            waitReady(admin, deadline);
+            int minBrokers = args[1].equals("ready") && args.length > 3 ? Integer.parseInt(args[3]) : 1;
+            waitReady(admin, minBrokers, deadline);
             if (args[1].equals("create")) {
                 List<NewTopic> topics = new ArrayList<>();
                 List<String> names = new ArrayList<>();
@@ -59,17 +61,23 @@ public final class BenchAdmin {
         System.out.println("ok");
     }
 
-    private static void waitReady(Admin admin, long deadline) throws InterruptedException {
+    private static void waitReady(Admin admin, int minBrokers, long deadline) throws InterruptedException {
         while (true) {
+            String problem;
             try {
-                admin.describeCluster(new DescribeClusterOptions().timeoutMs(PROBE_TIMEOUT_MS)).nodes().get();
-                return;
-            } catch (ExecutionException e) {
-                if (System.currentTimeMillis() > deadline) {
-                    throw new IllegalStateException("broker not ready: " + e.getCause(), e);
+                int seen = admin.describeCluster(new DescribeClusterOptions().timeoutMs(PROBE_TIMEOUT_MS))
+                    .nodes().get().size();
+                if (seen >= minBrokers) {
+                    return;
                 }
-                Thread.sleep(200);
+                problem = seen + " of " + minBrokers + " brokers registered";
+            } catch (ExecutionException e) {
+                problem = String.valueOf(e.getCause());
             }
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("broker not ready: " + problem);
+            }
+            Thread.sleep(200);
         }
     }
 

@@ -1,0 +1,161 @@
+"""The C2 cluster set-up and its report note: pure parts, no broker starts here."""
+
+from pathlib import Path
+
+import pytest
+from strom_bench import brokers, clusters, figures, java_tools, plan, process_groups, report
+from strom_bench.figures import Summary
+
+
+def test_quorum_voters_number_the_nodes_from_one() -> None:
+    assert brokers.kafka_quorum_voters([9001]) == "1@127.0.0.1:9001"
+    assert (
+        brokers.kafka_quorum_voters([9001, 9002, 9003])
+        == "1@127.0.0.1:9001,2@127.0.0.1:9002,3@127.0.0.1:9003"
+    )
+
+
+def test_cluster_node_properties() -> None:
+    voters = brokers.kafka_quorum_voters([9101, 9102, 9103])
+    props = brokers.kafka_server_properties(
+        9092, 9102, Path("/d/node2"), 1 << 30, node_id=2, voters=voters
+    )
+    assert props["process.roles"] == "broker,controller"
+    assert props["node.id"] == "2"
+    assert props["controller.quorum.voters"] == voters
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9102"
+    assert props["log.dirs"] == "/d/node2"
+    # the single node keeps its own one-voter quorum
+    single = brokers.kafka_server_properties(9092, 9093, Path("/d"), 1 << 30)
+    assert single["node.id"] == "1"
+    assert single["controller.quorum.voters"] == "1@127.0.0.1:9093"
+
+
+def test_kafka_cluster_nodes_have_their_own_ports_dirs_and_ids(tmp_path: Path) -> None:
+    templates = clusters.kafka_cluster_templates(tmp_path / "formatted")
+    assert [t.name for t in templates] == ["node1", "node2", "node3"]
+    with process_groups.ProcessGroups() as groups:
+        cluster = clusters.kafka_cluster(groups, tmp_path / "c2", 1 << 30, templates)
+    assert cluster.kind == brokers.KAFKA
+    assert cluster.size == clusters.KAFKA_CLUSTER_BROKERS == 3
+    nodes = [node for node in cluster.nodes if isinstance(node, brokers.KafkaBroker)]
+    assert len(nodes) == 3
+    assert [n.properties["node.id"] for n in nodes] == ["1", "2", "3"]
+    assert len({n.properties["controller.quorum.voters"] for n in nodes}) == 1
+    voters = nodes[0].properties["controller.quorum.voters"]
+    assert voters == brokers.kafka_quorum_voters([n.controller_port for n in nodes])
+    ports = {n.port for n in nodes} | {n.controller_port for n in nodes}
+    assert len(ports) == 6
+    assert len({n.data_dir for n in nodes}) == 3
+    assert [n.formatted_template for n in nodes] == templates
+    assert all(n.jvm_options == brokers.KAFKA_CLUSTER_JVM_OPTIONS for n in nodes)
+    assert "-Xmx512M" in brokers.KAFKA_CLUSTER_JVM_OPTIONS
+    assert cluster.bootstrap == ",".join(f"127.0.0.1:{n.port}" for n in nodes)
+
+
+def test_strom_side_is_one_broker_until_the_quorum_lands(tmp_path: Path) -> None:
+    with process_groups.ProcessGroups() as groups:
+        cluster = clusters.STROM_CLUSTER(groups, tmp_path, 1 << 30)
+    assert cluster.kind == brokers.STROM
+    assert cluster.size == 1
+    assert cluster.bootstrap.startswith("127.0.0.1:")
+
+
+def test_comparison_note() -> None:
+    assert (
+        clusters.comparison_note(1, 3)
+        == "Strom: 1 broker until the quorum lands; Kafka: 3-node KRaft"
+    )
+    assert clusters.comparison_note(3, 3) is None
+    assert clusters.comparison_note(None, 3) is None
+    assert clusters.comparison_note(1, None) is None
+
+
+def test_c2_figure_ids_match_the_specs() -> None:
+    from strom_bench import workloads
+
+    full = plan.FULL
+    small = workloads.c2_figure_id(full.c2_topics, full.c2_topic_partitions)
+    big = workloads.c2_figure_id(1, full.c2_big_partitions)
+    assert (small, big) == ("C2-100x10", "C2-10k")
+    assert (small, big) == figures.CLUSTER_FIGURES
+    for figure_id in figures.CLUSTER_FIGURES:
+        spec = figures.SPECS_BY_ID[figure_id]
+        assert (spec.unit, spec.better, str(spec.target)) == ("s", figures.LOWER, "<= 1")
+    # one request per 5,000 partitions: Kafka refuses a topic of 10,000 in one request
+    assert full.c2_rounds >= 3
+    assert full.c2_partitions_per_request < full.c2_big_partitions <= 10_000
+    assert full.c2_topics * full.c2_topic_partitions <= full.c2_partitions_per_request * 2
+
+
+def _c2_rounds() -> dict[str, list[dict[str, float]]]:
+    return {
+        "strom": [{"C2-100x10": 0.5, "C2-10k": 4.0}, {"C2-100x10": 0.7, "C2-10k": 5.0}],
+        "kafka": [{"C2-100x10": 1.0, "C2-10k": 10.0}, {"C2-100x10": 1.0, "C2-10k": 20.0}],
+    }
+
+
+def test_a_noted_figure_keeps_its_ratio_but_is_not_judged() -> None:
+    note = clusters.comparison_note(1, 3)
+    results = figures.build_figures(
+        _c2_rounds(), notes=dict.fromkeys(figures.CLUSTER_FIGURES, note)
+    )
+    by_id = {f.spec.id: f for f in results}
+    c2 = by_id["C2-100x10"]
+    assert c2.note == note
+    assert c2.ratio == 0.6
+    assert c2.meets_target is None
+    data = c2.to_json()
+    assert data["note"] == note
+    assert data["meets_target"] is None
+    assert data["ratio"] == 0.6
+    assert "note" not in by_id["P1-1KiB"].to_json()
+    rows = {
+        line.split(" | ")[0].removeprefix("| "): line
+        for line in report.markdown_table(results).splitlines()[2:]
+    }
+    assert rows["C2-100x10"] == (
+        "| C2-100x10 | s | 0.600 (0.500-0.700) | 1.00 (1.00-1.00) | 0.60 | lower "
+        "| <= 1: not judged (Strom: 1 broker until the quorum lands; Kafka: 3-node KRaft) |"
+    )
+    assert rows["C2-10k"].startswith("| C2-10k | s | 4.50 (4.00-5.00) | 15.0 (10.0-20.0) | 0.30 |")
+
+
+def test_without_a_note_the_target_is_judged() -> None:
+    by_id = {f.spec.id: f for f in figures.build_figures(_c2_rounds())}
+    assert by_id["C2-10k"].note is None
+    assert by_id["C2-10k"].meets_target is True
+    assert report.target_cell(by_id["C2-10k"]) == "<= 1: met"
+
+
+def test_a_note_without_a_target_is_the_whole_cell() -> None:
+    spec = figures.FigureSpec("X", "s", figures.LOWER, "x")
+    figure = figures.Figure(spec, Summary.of([1.0]), Summary.of([2.0]), note="unlike")
+    assert report.target_cell(figure) == "unlike"
+
+
+def test_create_topics_timing_json_line() -> None:
+    result = java_tools.parse_create_topics_result(
+        "[main] WARN something\n"
+        '{"brokers": 3, "topics": 1, "partitions_per_topic": 10000, "partitions": 10000, '
+        '"replication_factor": 1, "requests": 2, "describe_polls": 7, "create_ms": 712.523, '
+        '"leaders_ms": 1247.230, "total_ms": 1959.753}\n'
+    )
+    assert (result.brokers, result.topics, result.partitions) == (3, 1, 10_000)
+    assert (result.requests, result.describe_polls) == (2, 7)
+    assert (result.create_ms, result.leaders_ms, result.total_ms) == (712.523, 1247.23, 1959.753)
+    assert result.total_s == pytest.approx(1.959753)
+
+
+def test_a_tool_watching_a_cluster_stops_when_any_node_exits(tmp_path: Path) -> None:
+    with process_groups.ProcessGroups() as groups:
+        alive = groups.spawn(["sleep", "30"], stdout=tmp_path / "alive")
+        dead = groups.spawn(["sh", "-c", "exit 0"], stdout=tmp_path / "dead")
+        tools = java_tools.JavaTools(groups, tmp_path / "tools")
+        try:
+            tools.run("tool", ["sleep", "30"], 20, [alive, dead])
+        except process_groups.BrokerExited:
+            pass
+        else:
+            raise AssertionError("expected BrokerExited")
+        assert alive.poll() is None  # only the tool is stopped; the harness stops the nodes
