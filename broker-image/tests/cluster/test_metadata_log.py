@@ -68,3 +68,19 @@ async def test_bytes_that_are_not_metadata_records_stop_the_start_naming_the_fil
     ):
         list(log.read_committed())
     log.close()
+
+
+async def test_a_broker_refuses_a_metadata_log_whose_records_do_not_apply(tmp_path: Path) -> None:
+    from strom.config import broker as broker_config
+    from strom.server import broker as broker_module
+
+    log = metadata_log.LocalMetadataLog(tmp_path, lambda: NOW)
+    # A partition of a topic that was never created.
+    await log.append([records.RemoveTopicRecord(topic_id=uuid.uuid4())])
+    log.close()
+    broker = broker_module.Broker(broker_config.BrokerConfig({"log.dirs": str(tmp_path)}))
+    try:
+        with pytest.raises(metadata_log.CorruptMetadataLogError, match="__cluster_metadata-0"):
+            await broker.load()
+    finally:
+        broker.close()

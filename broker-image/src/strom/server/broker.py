@@ -131,7 +131,13 @@ class Broker:
             migrated = migration.records_from_legacy(legacy, self.node_id)
             await self.metadata_log.append(migrated)
             entries = list(self.metadata_log.read_committed())
-        image = self.metadata.load(self.metadata.stage(entries))
+        try:
+            image = self.metadata.load(self.metadata.stage(entries))
+        except deltas.DeltaError as error:
+            # Records that do not apply in order: the log is not one this broker wrote.
+            raise metadata_log.CorruptMetadataLogError(
+                f"{self.metadata_log.directory}: {error}"
+            ) from error
         if legacy is not None:
             migration.mark_migrated(legacy)
         self.configs.publish(_everything(image), image)
