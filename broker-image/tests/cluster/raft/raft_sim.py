@@ -301,13 +301,10 @@ class Simulation:
     def snapshot(self) -> None:
         live = [node for node in self.nodes.values() if node.client is not None]
         node = self.rng.choice(live) if live else None
-        if node is not None and node.client is not None:
-            if node.applied_end > node.log.log_start_offset:
-                snapshot_id = node.client.create_snapshot(
-                    node.applied_end, encode_state(node.applied)
-                )
-                self.record("snapshot", (node.id, snapshot_id))
-                self.check_node(node)
+        if node and node.client and node.applied_end > node.log.log_start_offset:
+            snapshot_id = node.client.create_snapshot(node.applied_end, encode_state(node.applied))
+            self.record("snapshot", (node.id, snapshot_id))
+            self.check_node(node)
         if not self.healed:
             self.schedule(self.now + self.rng.randrange(50, 300), "snapshot")
 
