@@ -174,9 +174,9 @@ def test_a_pre_vote_changes_nothing_and_a_live_leader_keeps_its_followers() -> N
     the_leader = cluster.leader()
     follower = next(raft for raft in cluster.clients.values() if not raft.is_leader)
     writes = cluster.stores[follower.node_id].writes
-    # a node cut off for a while comes back and pre-votes for epoch + 1
+    # a node cut off for a while comes back and pre-votes
     pre_vote = messages.VoteRequest(
-        the_leader.epoch + 1,
+        the_leader.epoch,
         9,
         follower.node_id,
         last_offset_epoch=99,
@@ -206,6 +206,23 @@ def test_a_partitioned_node_rejoins_without_disrupting_the_leader() -> None:
     cluster.run(500)
     assert cluster.leader() is the_leader
     assert all(raft.epoch == the_leader.epoch for raft in cluster.clients.values())
+
+
+def test_a_node_stuck_in_a_later_epoch_is_taken_back_in() -> None:
+    cluster = Cluster()
+    cluster.run(300)
+    the_leader = cluster.leader()
+    stuck = next(node for node in cluster.ids if node != the_leader.node_id)
+    later = the_leader.epoch + 1
+    # it won pre-votes once but its vote requests were lost: a later epoch, no leader
+    cluster.stores[stuck].state = store.ElectionState(later, voted_id=stuck)
+    cluster.clients[stuck] = cluster.start(stuck)
+    cluster.run(1000)
+    # its pre-votes in that epoch move the others there, and an election follows
+    epochs = {raft.epoch for raft in cluster.clients.values()}
+    assert len(epochs) == 1 and epochs.pop() > later
+    new_leader = cluster.leader()
+    assert all(raft.leader_id == new_leader.node_id for raft in cluster.clients.values())
 
 
 def test_a_diverging_fetch_truncates_the_followers_log() -> None:

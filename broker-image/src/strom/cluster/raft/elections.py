@@ -1,8 +1,8 @@
 """Elections: pre-vote, votes, a new leader's first steps, and stepping down.
 
-A voter that hears nothing from a leader becomes Prospective and asks for pre-votes for
-``epoch + 1`` (KIP-996), which a voter grants only if the candidate's log is at least as
-up to date as its own and it has no live leader; with a majority it becomes a Candidate
+A voter that hears nothing from a leader becomes Prospective and asks for pre-votes in
+its epoch (KIP-996), which a voter grants only if the candidate's log is at least as up
+to date as its own and it has no live leader; with a majority it becomes a Candidate
 (the epoch moves, its vote for itself is persisted) and asks for votes; with a majority
 it leads: it appends the epoch's LeaderChange entry and sends BeginQuorumEpoch. A leader
 that steps down (check-quorum, shutdown, restart) is Resigned and sends EndQuorumEpoch,
@@ -26,7 +26,7 @@ class Elections:
 
     def prospect(self, now_ms: int) -> None:
         state = self.quorum.to_prospective(now_ms)
-        self.request_votes(state.votes, state.epoch + 1, pre_vote=True)
+        self.request_votes(state.votes, state.epoch, pre_vote=True)
         self.advance_election(now_ms)
 
     def request_votes(self, votes: states.Votes, epoch: int, *, pre_vote: bool) -> None:
@@ -83,7 +83,9 @@ class Elections:
         if epoch < self.quorum.epoch:
             self.vote_response(source, ErrorCode.fenced_leader_epoch, granted=False)
             return
-        if epoch > self.quorum.epoch and not request.pre_vote:
+        # Kafka's rule, pre-votes included: a voter behind the candidate's epoch moves
+        # there (so a leader learns of a node stuck in a later epoch and makes way)
+        if epoch > self.quorum.epoch:
             self.quorum.to_unattached(epoch, now_ms)
         candidate_log = (request.last_offset_epoch, request.last_offset)
         log_ok = candidate_log >= (self.log.last_fetched_epoch, self.log.end_offset)

@@ -21,7 +21,7 @@ UNKNOWN = -1
 
 @dataclass(frozen=True, slots=True)
 class VoteRequest:
-    candidate_epoch: int  # replicaEpoch: for a pre-vote, the epoch the candidate would take
+    candidate_epoch: int  # replicaEpoch: a candidate's new epoch; a prospective's own epoch
     candidate_id: int  # replicaId
     voter_id: int
     last_offset_epoch: int

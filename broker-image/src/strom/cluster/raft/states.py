@@ -62,9 +62,9 @@ class Votes:
 
 @dataclass(slots=True)
 class ProspectiveState:
-    """Pre-vote (KIP-996): ask whether an election at ``epoch + 1`` could win before
-    bumping the epoch, so a node that was cut off does not disrupt a live leader. Keeps
-    the vote and leader of its epoch (it must not vote twice in it)."""
+    """Pre-vote (KIP-996): ask whether an election could win before bumping the epoch,
+    so a node that was cut off does not disrupt a live leader. Keeps the vote and the
+    leader of its epoch (it must not vote twice in it)."""
 
     epoch: int
     voted_id: int | None
