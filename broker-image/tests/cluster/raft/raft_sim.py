@@ -3,8 +3,20 @@
 One seed decides everything: a scheduler on a simulated clock runs the nodes' timers, a
 network that delays, drops, duplicates and reorders messages and cuts the cluster in
 partitions that come and go, crashes that lose what a node had not flushed, client appends
-at the leader, and snapshots. After every event the invariants are checked; a failure
-raises `SimulationFailure` with the seed and the last events, and
+at the leader, and snapshots. After every event the invariants are checked:
+
+- at most one leader per epoch, and a node's epoch never goes back (restarts included);
+- a new leader's log holds every committed entry (leader completeness);
+- a committed entry is never lost or changed: every node's log agrees with the committed
+  prefix up to its high watermark, and a majority of logs hold that prefix durably;
+- a node's high watermark never goes back (a restarted node starts again from its log);
+- a node's state machine holds exactly the committed prefix, entry by entry or from a
+  snapshot that is the committed prefix's state;
+- a log starts at its latest snapshot (or at 0 without one).
+
+Then the faults stop and the cluster must converge (liveness): one leader, every node in
+its epoch with the same committed log and state. A failure raises `SimulationFailure`
+with the seed and the last events, and
 
     make raft-sim SEED=<seed>
 
@@ -401,6 +413,14 @@ class Simulation:
             for entry in log.read(offset, 1 << 30)[: hw - offset] if offset < hw else []:
                 self.commit(node, entry)
             node.verified = hw
+        self.check_majority_holds_the_commits()
+
+    def check_majority_holds_the_commits(self) -> None:
+        """What is committed survives any crash: a majority of the logs hold it durably."""
+        committed = len(self.committed)
+        durable = sum(node.log.flushed_end_offset >= committed for node in self.nodes.values())
+        if durable <= len(self.nodes) // 2:
+            self.fail(f"only {durable} logs hold the {committed} committed entries durably")
 
     def commit(self, node: Node, entry: raft_log.Entry) -> None:
         committed = self.committed
