@@ -33,12 +33,12 @@ import multiprocessing
 import random
 import sys
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
-from strom.cluster.raft import actions, client, leader, memory_log, messages, store
+import raft_invariants
+from strom.cluster.raft import actions, client, leader, messages
 from strom.cluster.raft import config as raft_config
-from strom.cluster.raft import log as raft_log
 
 RAFT = raft_config.RaftConfig(
     election_timeout_ms=50,
@@ -71,37 +71,7 @@ class SimulationFailure(AssertionError):
     pass
 
 
-@dataclass
-class Node:
-    id: int
-    log: memory_log.MemoryLog = field(default_factory=memory_log.MemoryLog)
-    store: store.MemoryQuorumStateStore = field(default_factory=store.MemoryQuorumStateStore)
-    client: client.RaftClient | None = None
-    # the state machine: the data of the committed entries it applied, in order
-    applied: list[tuple[int, bytes]] = field(default_factory=list)
-    applied_end: int = 0
-    # what the invariants saw last
-    epoch: int = 0
-    high_watermark: int = 0
-    verified: int = 0
-    led_epoch: int = -1
-    wake_at: int | None = None
-    wake_version: int = 0
-    group: int = 0
-
-
-def encode_state(applied: list[tuple[int, bytes]]) -> bytes:
-    return b"\n".join(b"%d:%s" % (offset, data.hex().encode()) for offset, data in applied)
-
-
-def decode_state(state: bytes) -> list[tuple[int, bytes]]:
-    if not state:
-        return []
-    result = []
-    for line in state.split(b"\n"):
-        offset, data = line.split(b":")
-        result.append((int(offset), bytes.fromhex(data.decode())))
-    return result
+Node = raft_invariants.Node
 
 
 class Simulation:
@@ -112,12 +82,11 @@ class Simulation:
         count = voters or self.rng.choice((1, 3, 3, 3, 5))
         self.voters = frozenset(range(1, count + 1))
         self.nodes = {node_id: Node(node_id) for node_id in sorted(self.voters)}
+        self.invariants = raft_invariants.Invariants(self.nodes, self.fail)
         self.now = 0
         self.queue: list[tuple[int, int, str, Any]] = []
         self.sequence = 0
         self.trace: collections.deque[tuple[int, str, Any]] = collections.deque(maxlen=TRACE_LENGTH)
-        self.committed: list[raft_log.Entry] = []
-        self.leaders: dict[int, int] = {}
         self.healed = False
         self.appended = 0
         self.events = 0
@@ -161,7 +130,7 @@ class Simulation:
                 self.fail("the event queue ran dry")
             if not self.converged():
                 self.fail("no convergence after healing (liveness)")
-            self.check_final()
+            self.invariants.check_final()
         except SimulationFailure:
             raise
         except Exception as error:
@@ -229,14 +198,14 @@ class Simulation:
     def process(self, node: Node, outputs: list[actions.Action]) -> None:
         raft = node.client
         assert raft is not None
-        self.check_node(node)
+        self.invariants.check_node(node)
         for action in outputs:
             if isinstance(action, actions.Send):
                 self.send(node.id, action)
             elif isinstance(action, actions.Committed):
-                self.apply(node, action)
+                self.invariants.apply(node, action)
             elif isinstance(action, actions.SnapshotLoaded):
-                self.load_snapshot(node, action)
+                self.invariants.load_snapshot(node, action)
             else:
                 self.record("leader", (node.id, action.leader_id, action.epoch))
         wake = max(self.now, raft.next_wakeup_ms())
@@ -314,9 +283,11 @@ class Simulation:
         live = [node for node in self.nodes.values() if node.client is not None]
         node = self.rng.choice(live) if live else None
         if node and node.client and node.applied_end > node.log.log_start_offset:
-            snapshot_id = node.client.create_snapshot(node.applied_end, encode_state(node.applied))
+            snapshot_id = node.client.create_snapshot(
+                node.applied_end, raft_invariants.encode_state(node.applied)
+            )
             self.record("snapshot", (node.id, snapshot_id))
-            self.check_node(node)
+            self.invariants.check_node(node)
         if not self.healed:
             self.schedule(self.now + self.rng.randrange(50, 300), "snapshot")
 
@@ -331,38 +302,9 @@ class Simulation:
         heapq.heapify(self.queue)
         self.schedule(self.now + 1, "append")
 
-    # ---- the state machine
+    # ---- failures
 
-    def apply(self, node: Node, committed: actions.Committed) -> None:
-        expected = [
-            (entry.offset, entry.data)
-            for entry in self.committed[node.applied_end : committed.end_offset]
-            if not entry.control
-        ]
-        got = [(entry.offset, entry.data) for entry in committed.entries]
-        if got != expected or len(self.committed) < committed.end_offset:
-            self.fail(f"node {node.id} applied {got}, the committed entries are {expected}")
-        node.applied += got
-        node.applied_end = committed.end_offset
-
-    def load_snapshot(self, node: Node, loaded: actions.SnapshotLoaded) -> None:
-        end = loaded.snapshot_id.offset
-        state = decode_state(loaded.state)
-        expected = [
-            (entry.offset, entry.data) for entry in self.committed[:end] if not entry.control
-        ]
-        if state != expected or len(self.committed) < end:
-            self.fail(
-                f"node {node.id} loaded snapshot {loaded.snapshot_id}: not the committed prefix"
-            )
-        if self.committed[end - 1].epoch != loaded.snapshot_id.epoch:
-            self.fail(f"snapshot {loaded.snapshot_id}: entry {end - 1} has another epoch")
-        node.applied = state
-        node.applied_end = end
-
-    # ---- the invariants
-
-    def fail(self, message: str) -> None:
+    def fail(self, message: str) -> NoReturn:
         lines = [f"seed {self.seed} ({len(self.voters)} voters) at {self.now} ms: {message}"]
         lines.append(f"replay: make raft-sim SEED={self.seed}")
         lines.append(f"the last {len(self.trace)} events:")
@@ -383,69 +325,6 @@ class Simulation:
             )
         return "\n".join(lines)
 
-    def check_node(self, node: Node) -> None:
-        raft = node.client
-        assert raft is not None
-        log = node.log
-        if raft.epoch < node.epoch:
-            self.fail(f"node {node.id}: epoch went back from {node.epoch} to {raft.epoch}")
-        node.epoch = raft.epoch
-        if raft.is_leader:
-            if self.leaders.setdefault(raft.epoch, node.id) != node.id:
-                self.fail(
-                    f"two leaders in epoch {raft.epoch}: {self.leaders[raft.epoch]}, {node.id}"
-                )
-            if node.led_epoch != raft.epoch:
-                node.led_epoch = raft.epoch
-                self.check_leader_completeness(node)
-        hw = raft.high_watermark
-        if hw < node.high_watermark:
-            self.fail(f"node {node.id}: high watermark went back {node.high_watermark} -> {hw}")
-        node.high_watermark = hw
-        snapshot = log.latest_snapshot_id()
-        start = log.log_start_offset
-        if (snapshot.offset if snapshot else 0) != start:
-            self.fail(f"node {node.id}: log start {start}, latest snapshot {snapshot}")
-        if hw > node.verified:
-            if start > len(self.committed):
-                self.fail(f"node {node.id}: log starts at {start} past the commits known")
-            offset = max(node.verified, start)
-            for entry in log.read(offset, 1 << 30)[: hw - offset] if offset < hw else []:
-                self.commit(node, entry)
-            node.verified = hw
-        self.check_majority_holds_the_commits()
-
-    def check_majority_holds_the_commits(self) -> None:
-        """What is committed survives any crash: a majority of the logs hold it durably."""
-        committed = len(self.committed)
-        durable = sum(node.log.flushed_end_offset >= committed for node in self.nodes.values())
-        if durable <= len(self.nodes) // 2:
-            self.fail(f"only {durable} logs hold the {committed} committed entries durably")
-
-    def commit(self, node: Node, entry: raft_log.Entry) -> None:
-        committed = self.committed
-        if entry.offset < len(committed):
-            if committed[entry.offset] != entry:
-                self.fail(
-                    f"node {node.id}: committed entry {committed[entry.offset]} is {entry} there"
-                )
-        elif entry.offset == len(committed):
-            committed.append(entry)
-        else:
-            self.fail(f"node {node.id}: commits {entry} past the end {len(committed)}")
-
-    def check_leader_completeness(self, node: Node) -> None:
-        log = node.log
-        if log.end_offset < len(self.committed):
-            self.fail(f"leader {node.id} lacks committed entries: its log ends at {log.end_offset}")
-        start = log.log_start_offset
-        if start < len(self.committed):
-            held = log.read(start, 1 << 30)[: len(self.committed) - start]
-            if held != self.committed[start:]:
-                self.fail(
-                    f"leader {node.id} of epoch {node.epoch} lost or changed committed entries"
-                )
-
     def converged(self) -> bool:
         clients = [node.client for node in self.nodes.values()]
         if any(raft is None for raft in clients):
@@ -456,23 +335,14 @@ class Simulation:
         the_leader = leaders[0]
         state = the_leader.state
         assert isinstance(state, leader.LeaderState)
+        entries = self.nodes[the_leader.node_id].log.entries()
         end = the_leader.log.end_offset
-        if the_leader.log.entries() and the_leader.log.entries()[-1].control:
+        if entries and entries[-1].control:
             return False  # wait for one client append in the final epoch
         return all(
             raft is not None and raft.epoch == the_leader.epoch and raft.high_watermark == end
             for raft in clients
         ) and all(node.applied_end == end for node in self.nodes.values())
-
-    def check_final(self) -> None:
-        expected = [(entry.offset, entry.data) for entry in self.committed if not entry.control]
-        for node in self.nodes.values():
-            if node.applied != expected:
-                self.fail(f"node {node.id}: the state machine differs from the committed data")
-            log = node.log
-            start = log.log_start_offset
-            if log.read(start, 1 << 30) != self.committed[start:]:
-                self.fail(f"node {node.id}: its log differs from the committed log")
 
 
 def run_seed(seed: int) -> int:
@@ -496,8 +366,8 @@ def main(argv: list[str] | None = None) -> int:
             print(failure)
             return 1
         print(
-            f"seed {args.seed}: ok, {simulation.events} events, {len(simulation.committed)} "
-            f"committed\n{simulation.describe()}"
+            f"seed {args.seed}: ok, {simulation.events} events, "
+            f"{len(simulation.invariants.committed)} committed\n{simulation.describe()}"
         )
         return 0
     started = time.monotonic()

@@ -113,6 +113,7 @@ def test_three_voters_elect_one_leader_replicate_and_commit() -> None:
     the_leader = cluster.leader()
     assert the_leader.epoch == 1
     offset = the_leader.append([b"x"])
+    assert isinstance(offset, int)
     cluster.run(20)
     for node in cluster.ids:
         assert cluster.clients[node].high_watermark == offset + 1
@@ -242,6 +243,7 @@ def test_a_diverging_fetch_truncates_the_followers_log() -> None:
         leader_log, fetch.fetch_offset, fetch.last_fetched_epoch
     )
     assert validation == replication.Diverging(messages.EpochEndOffset(1, 2))
+    assert isinstance(validation, replication.Diverging)
     response = messages.FetchResponse(
         ErrorCode.none, 2, 3, high_watermark=2, diverging_epoch=validation.epoch_end
     )

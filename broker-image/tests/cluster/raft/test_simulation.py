@@ -28,7 +28,7 @@ def test_a_quiet_network_elects_a_leader_and_commits(voters: int) -> None:
     simulation = raft_sim.Simulation(seed=7, scenario=quiet, voters=voters).run()
     # one election, no more
     assert max(node.epoch for node in simulation.nodes.values()) == 1
-    assert len(simulation.committed) > 10
+    assert len(simulation.invariants.committed) > 10
 
 
 def test_a_harsh_network_still_converges_once_healed() -> None:
