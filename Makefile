@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: install install-python peers run test lint typecheck unit e2e clean
+.PHONY: install install-python peers run test lint typecheck unit e2e clean raft-sim
 
 install: install-python peers
 
@@ -42,6 +42,15 @@ unit: install-python
 
 e2e: install
 	$(BIN)/pytest e2e $(PYTEST_ARGS)
+
+# The Raft core's deterministic simulation beyond the seeds `make test` runs:
+# make raft-sim SEEDS=100000 [START=0] [JOBS=2], or replay one with its trace: SEED=1234
+SEEDS ?= 10000
+START ?= 0
+JOBS ?= 2
+raft-sim: install-python
+	PYTHONPATH=$(CURDIR)/broker-image/src $(BIN)/python broker-image/tests/cluster/raft/raft_sim.py \
+		$(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --start $(START) --jobs $(JOBS))
 
 test: install k8s-tools lint typecheck
 	$(BIN)/pytest $(PYTEST_ARGS)
