@@ -657,13 +657,7 @@ class PartitionLog:
             return
         now = self._now_ms()
         if offset <= self._segments[0].base_offset:
-            doomed = list(self._segments)
-            # Renamed away first: the new segment may have the same base offset (file name).
-            self._schedule_deletion(doomed, now)
-            self._segments = [
-                segment.LogSegment.create(self.directory, offset, self.config, now, self._handles)
-            ]
-            self._set_log_start_offset(offset)
+            self._restart_at(offset, now)
         else:
             doomed = [each for each in self._segments if each.base_offset >= offset]
             del self._segments[len(self._segments) - len(doomed) :]
@@ -681,6 +675,32 @@ class PartitionLog:
                 checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, offset)
         self._leader_epochs.truncate_from_end(offset)
         self._rebuild_producer_state()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every record and start the log empty at ``offset``, which may lie past the
+        end (Kafka's truncateFullyAndStartAt: a Raft follower installing a snapshot)."""
+        self._check_open()
+        if offset < 0:
+            raise ValueError(f"cannot start a log at negative offset {offset}")
+        self._restart_at(offset, self._now_ms())
+        self._log_end_offset = offset
+        self._high_watermark = offset
+        self._recovery_point = offset
+        if self._managed:
+            self._offsets_changed(True)
+        else:
+            checkpoints.write_offset(self.directory / RECOVERY_POINT_FILE, offset)
+        self._leader_epochs.truncate_from_end(0)
+        self._rebuild_producer_state()
+
+    def _restart_at(self, offset: int, now: int) -> None:
+        doomed = list(self._segments)
+        # Renamed away first: the new segment may have the same base offset (file name).
+        self._schedule_deletion(doomed, now)
+        self._segments = [
+            segment.LogSegment.create(self.directory, offset, self.config, now, self._handles)
+        ]
+        self._set_log_start_offset(offset)
 
     # -- durability and lifecycle ----------------------------------------------------------
 
