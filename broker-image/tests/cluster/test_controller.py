@@ -327,3 +327,22 @@ async def test_new_replicas_go_to_the_live_brokers_across_racks(node: Node) -> N
     # This node hosts only the partitions placed on it.
     local = {p.index for p in topic.partitions.values() if 1 in p.replicas}
     assert {i for i in range(8) if node.replicas.partition("spread", i)} == local
+
+
+async def test_a_request_cancelled_midway_still_commits_what_it_wrote(tmp_path: Path) -> None:
+    # A client that goes away cancels its request; the controller's write must finish and
+    # be applied before the next operation validates against the image.
+    node = Node(tmp_path)
+    first = asyncio.ensure_future(node.controller.create_topics([controller.NewTopic("a", 600, 1)]))
+    for _ in range(3):
+        await asyncio.sleep(0)  # into the worker thread that makes the logs
+    first.cancel()
+    (again,) = await node.controller.create_topics([controller.NewTopic("a", 1, 1)])
+    assert isinstance(again.error, topics.TopicExistsError)
+    assert node.image.topics["a"].partition_count == 600
+    node.close()
+    reopened = Node(tmp_path)  # the log replays into the same image
+    try:
+        assert reopened.image.topics["a"].partition_count == 600
+    finally:
+        reopened.close()

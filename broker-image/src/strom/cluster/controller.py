@@ -15,11 +15,12 @@ a retriable error, with nothing half-made left behind.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from kio.static.primitive import i8, i32, i64
 
@@ -40,6 +41,30 @@ EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 PRODUCER_ID_BLOCK_SIZE = 1000
 
 PartitionKey = tuple[str, int]
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _not_cancelled_midway(
+    operation: Callable[Concatenate[Controller, P], Awaitable[T]],
+) -> Callable[Concatenate[Controller, P], Awaitable[T]]:
+    """Run a controller operation to its end even if the request that asked for it is
+    cancelled (its client went away): records made durable must also be applied, and the
+    lock must not be released while a write is still under way in a worker thread."""
+
+    @functools.wraps(operation)
+    async def run(controller: Controller, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        task = asyncio.ensure_future(operation(controller, *args, **kwargs))
+        task.add_done_callback(_retrieve)
+        return await asyncio.shield(task)
+
+    return run
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    # An outcome nobody waits for any more (its request was cancelled) is still looked at.
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("a controller operation whose request went away failed: %s", task.exception())
 
 
 class LogPreparer(Protocol):
@@ -114,6 +139,7 @@ class Controller:
 
     # Topics --------------------------------------------------------------------------
 
+    @_not_cancelled_midway
     async def create_topics(
         self, wanted: Sequence[NewTopic], *, validate_only: bool = False
     ) -> list[TopicOutcome]:
@@ -272,6 +298,7 @@ class Controller:
             if self.node_id in replicas:
                 batch.local_partitions.append((name, index))
 
+    @_not_cancelled_midway
     async def delete_topics(self, names: Sequence[str]) -> dict[str, topics.MetadataError | None]:
         async with self._lock:
             outcomes: dict[str, topics.MetadataError | None] = {}
@@ -295,6 +322,7 @@ class Controller:
                 log.info("deleted topic %s", name)
         return outcomes
 
+    @_not_cancelled_midway
     async def create_partitions(
         self,
         name: str,
@@ -349,6 +377,7 @@ class Controller:
 
     # Configs -------------------------------------------------------------------------
 
+    @_not_cancelled_midway
     async def set_topic_configs(self, name: str, overrides: Mapping[str, str]) -> None:
         """Replace a topic's overrides (validated by the caller) with `overrides`."""
         async with self._lock:
@@ -360,6 +389,7 @@ class Controller:
             )
         log.info("altered configs of topic %s: %s", name, dict(overrides) or "none")
 
+    @_not_cancelled_midway
     async def set_broker_configs(self, resource_name: str, layer: Mapping[str, str]) -> None:
         """Replace a dynamic broker layer ("" = cluster-wide defaults, else one broker's)."""
         async with self._lock:
@@ -372,6 +402,7 @@ class Controller:
 
     # Brokers -------------------------------------------------------------------------
 
+    @_not_cancelled_midway
     async def register_broker(self, registration: broker_sessions.Registration, now_ms: int) -> int:
         """Register a broker incarnation (fenced until it catches up); its broker epoch."""
         async with self._lock:
@@ -385,6 +416,7 @@ class Controller:
         )
         return int(record.broker_epoch)
 
+    @_not_cancelled_midway
     async def broker_heartbeat(
         self,
         node_id: int,
@@ -414,6 +446,7 @@ class Controller:
             )
         return answer
 
+    @_not_cancelled_midway
     async def fence_expired_brokers(self, now_ms: int) -> list[int]:
         """Fence the brokers whose session expired; their ids."""
         async with self._lock:
@@ -426,6 +459,7 @@ class Controller:
 
     # Producer ids --------------------------------------------------------------------
 
+    @_not_cancelled_midway
     async def allocate_producer_ids(self, broker_id: int) -> range:
         """A block of producer ids for `broker_id`, never handed out before."""
         async with self._lock:

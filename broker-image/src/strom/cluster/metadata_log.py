@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -63,6 +64,8 @@ class LocalMetadataLog:
         self.directory = log_dir / METADATA_DIR
         self._now_ms = now_ms
         self._log = partition_log.PartitionLog.open(self.directory, _CONFIG, now_ms)
+        # Appends run in worker threads; one at a time, whoever awaits them.
+        self._writing = threading.Lock()
         self._log.update_high_watermark(self._log.log_end_offset)
 
     @property
@@ -80,6 +83,10 @@ class LocalMetadataLog:
         return await asyncio.to_thread(self._append_durably, data, now)
 
     def _append_durably(self, data: bytearray, now: int) -> int:
+        with self._writing:
+            return self._append_locked(data, now)
+
+    def _append_locked(self, data: bytearray, now: int) -> int:
         try:
             headers = batches.validate_produce_batches(memoryview(data), MAX_BATCH_BYTES)
             result = self._log.append(data, headers, leader_epoch=0, now_ms=now)
