@@ -98,11 +98,12 @@ def random_request(rng: random.Random) -> messages.Request:
             node(), epoch(), tuple(node() for _ in range(rng.randrange(0, 5)))
         )
     if kind == 3:
+        leader_epoch = epoch()
         return messages.FetchRequest(
             node(),
-            epoch(),
+            leader_epoch,
             offset(),
-            epoch(),
+            rng.randrange(0, leader_epoch + 1),
             offset(),
             rng.randrange(1, 1 << 31),
             rng.randrange(0, 60_000),
@@ -345,3 +346,44 @@ def test_random_request_bytes_never_crash_the_server_side() -> None:
             continue
         with contextlib.suppress(raft_wire.RaftWireError):
             raft_wire.request_from_kio(body)
+
+
+def test_requests_no_correct_peer_sends_are_rejected() -> None:
+    fetch = messages.FetchRequest(3, 5, 10, 4, 0, 1000, 500)
+    vote = messages.VoteRequest(4, 1, 2, 3, 40)
+    invalid = [
+        dataclasses.replace(fetch, fetch_offset=-1),
+        dataclasses.replace(fetch, last_fetched_epoch=-1),
+        dataclasses.replace(fetch, last_fetched_epoch=6),
+        dataclasses.replace(fetch, max_wait_ms=-5),
+        dataclasses.replace(fetch, high_watermark=-2),
+        dataclasses.replace(vote, last_offset=-1),
+        dataclasses.replace(vote, last_offset_epoch=-1),
+        dataclasses.replace(vote, candidate_id=-1),
+        messages.BeginQuorumEpochRequest(-1, 5, 2),
+        messages.EndQuorumEpochRequest(1, -5, (2,)),
+        messages.EndQuorumEpochRequest(1, 5, (2, -1)),
+        messages.FetchSnapshotRequest(3, 5, raft_log.SnapshotId(10, 2), -1, 100),
+        messages.FetchSnapshotRequest(3, 5, raft_log.SnapshotId(-1, 2), 0, 100),
+    ]
+    for request in invalid:
+        body = raft_wire.request_to_kio(request, cluster_id=None)
+        with pytest.raises(raft_wire.RaftWireError):
+            raft_wire.request_from_kio(body)
+
+
+@pytest.mark.parametrize("api_key", sorted(raft_wire.VERSIONS))
+def test_error_response_round_trips_as_a_top_level_error(api_key: int) -> None:
+    rng = random.Random(api_key)
+    request = random_request(rng)
+    while raft_wire.api_key_of(request) != api_key:
+        request = random_request(rng)
+    body = raft_wire.request_to_kio(request, cluster_id="other")
+    response = raft_wire.error_response(body, ErrorCode.inconsistent_cluster_id)
+    version = raft_wire.VERSIONS[api_key]
+    frame = apis.joined(apis.encode_response(3, response))
+    _, decoded = outbound.decode_response(frame[4:], api_key, version)
+    with pytest.raises(raft_wire.TopLevelError) as raised:
+        raft_wire.response_from_kio(decoded)
+    assert raised.value.error == ErrorCode.inconsistent_cluster_id
+    assert raised.value.api_key == api_key

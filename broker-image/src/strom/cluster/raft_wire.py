@@ -27,9 +27,12 @@ trailing batch cut short is dropped, as Kafka's readers do (a leader may cut its
 batch at max_bytes); entries before the fetch offset are left for the core to skip.
 
 Anything that cannot be one of the core's messages raises `RaftWireError` (never anything
-else): a peer's bytes must not crash the server. A response whose top-level error is
-set (the request failed as a whole: inconsistent cluster id, ...) raises
-`TopLevelError`, which the driver treats as a failed request.
+else): a peer's bytes must not crash the server. That includes requests no correct peer
+sends (a negative fetch offset, a last fetched epoch above the leader epoch, ...: Kafka
+answers those INVALID_REQUEST); the server answers them with ``error_response``. A
+response whose top-level error is set (the request failed as a whole: inconsistent
+cluster id, invalid request, ...) raises `TopLevelError`, which the driver treats as a
+failed request. Checking the cluster id is the driver's (``body.cluster_id``).
 """
 
 from __future__ import annotations
@@ -336,7 +339,51 @@ def request_from_kio(body: Any) -> messages.Request:
         decode = _REQUEST_DECODERS[api_key]
     except (AttributeError, KeyError, TypeError, ValueError) as error:
         raise RaftWireError(f"not a quorum request: {type(body).__name__}") from error
-    return _guarded(decode, body)
+    request = _guarded(decode, body)
+    problem = _invalid(request)
+    if problem is not None:
+        raise RaftWireError(f"invalid {type(request).__name__}: {problem}")
+    return request
+
+
+def _invalid(request: messages.Request) -> str | None:
+    """What no correct peer sends (Kafka answers these INVALID_REQUEST), or None."""
+    if isinstance(request, messages.VoteRequest):
+        if min(request.candidate_id, request.candidate_epoch) < 0:
+            return "a negative candidate id or epoch"
+        if min(request.last_offset, request.last_offset_epoch) < 0:
+            return "a negative last offset or epoch"
+    elif isinstance(request, messages.BeginQuorumEpochRequest | messages.EndQuorumEpochRequest):
+        if min(request.leader_id, request.leader_epoch) < 0:
+            return "a negative leader id or epoch"
+        successors = getattr(request, "preferred_successors", ())
+        if any(voter < 0 for voter in successors):
+            return "a negative preferred successor"
+    elif isinstance(request, messages.FetchRequest):
+        if min(request.fetch_offset, request.last_fetched_epoch) < 0:
+            return "a negative fetch offset or last fetched epoch"
+        if request.last_fetched_epoch > request.current_leader_epoch:
+            return "a last fetched epoch above the current leader epoch"
+        if min(request.max_bytes, request.max_wait_ms) < 0:
+            return "negative max bytes or max wait"
+        if request.high_watermark < messages.UNKNOWN:
+            return "a high watermark below -1"
+    else:
+        if min(request.snapshot_id.offset, request.snapshot_id.epoch, request.position) < 0:
+            return "a negative snapshot id or position"
+        if request.max_bytes < 0:
+            return "negative max bytes"
+    return None
+
+
+def error_response(request: Any, error: ErrorCode) -> Any:
+    """The kio response to a decoded kio quorum ``request`` that failed as a whole
+    (``error`` as its top-level error: INVALID_REQUEST for a `RaftWireError`,
+    INCONSISTENT_CLUSTER_ID, ...), at the request's version."""
+    schema = load_response_schema(int(type(request).__api_key__), int(type(request).__version__))
+    return shaping.build(
+        schema, {"error_code": error, "throttle_time": 0, "topics": [], "responses": []}
+    )
 
 
 def response_from_kio(body: Any) -> messages.Response:
