@@ -117,8 +117,12 @@ def properties_text(properties: Mapping[str, str]) -> str:
 
 
 def kafka_cluster_id() -> str:
-    """A cluster id as `kafka-storage random-uuid` prints it: 16 random bytes, base64url."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    """A cluster id as `kafka-storage random-uuid` prints it: 16 random bytes, base64url,
+    never starting with '-' (`kafka-storage format -t -x…` would read it as an option)."""
+    while True:
+        candidate = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not candidate.startswith("-"):
+            return candidate
 
 
 class Broker:

@@ -7,12 +7,10 @@ cluster.
 
 from __future__ import annotations
 
-import base64
-import uuid
 from pathlib import Path
 
 from strom.cluster import topics
-from strom.config import loading
+from strom.config import cluster_id, loading
 from strom.storage import checkpoints
 
 META_PROPERTIES = "meta.properties"
@@ -22,9 +20,7 @@ class InconsistentClusterIdError(topics.MetadataError):
     pass
 
 
-def new_cluster_id() -> str:
-    """Kafka's format: a random UUID as 22 characters of URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+new_cluster_id = cluster_id.new_cluster_id
 
 
 def ensure_identity(directory: Path, node_id: int, cluster_id: str | None) -> str:

@@ -10,11 +10,11 @@ Pure: it renders text and touches no file.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import itertools
-import uuid
 from pathlib import Path
+
+from strom.config import cluster_id as cluster_ids
 
 # Kafka's default ports for the first node; the controller ports follow the client ports.
 DEFAULT_BASE_PORT = 9092
@@ -36,10 +36,7 @@ class DevNode:
     text: str
 
 
-def new_cluster_id() -> str:
-    """A random cluster id as Kafka writes them (`kafka-storage random-uuid`): 16 random
-    bytes in URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+new_cluster_id = cluster_ids.new_cluster_id
 
 
 def render_dev_cluster(
