@@ -28,7 +28,8 @@ METADATA_DIR = f"{METADATA_TOPIC}-0"
 # request may create) with configs is about 600 KB of records.
 MAX_BATCH_BYTES = 16 * 1024 * 1024
 READ_CHUNK_BYTES = 8 * 1024 * 1024
-_CONFIG = log_config.LogConfig(
+# The settings of the metadata partition, for this log and the Raft one (replicated_log).
+LOG_CONFIG = log_config.LogConfig(
     segment_bytes=64 * 1024 * 1024,
     segment_ms=log_config.NEVER,
     retention_ms=-1,
@@ -63,7 +64,7 @@ class LocalMetadataLog:
     def __init__(self, log_dir: Path, now_ms: Callable[[], int]) -> None:
         self.directory = log_dir / METADATA_DIR
         self._now_ms = now_ms
-        self._log = partition_log.PartitionLog.open(self.directory, _CONFIG, now_ms)
+        self._log = partition_log.PartitionLog.open(self.directory, LOG_CONFIG, now_ms)
         # Appends run in worker threads; one at a time, whoever awaits them.
         self._writing = threading.Lock()
         self._log.update_high_watermark(self._log.log_end_offset)

@@ -2,7 +2,8 @@
 
 As in Kafka's KafkaMetadataLog: one record batch per append, stamped with the entry's
 leader epoch (so the storage layer's leader-epoch cache answers `end_offset_for_epoch`),
-the core's control entries as control batches (key: version 0, type LEADER_CHANGE), the
+the core's control entries as control batches (key: version 0, type LEADER_CHANGE; the
+batches are those ``raft_wire`` puts in a Fetch response), the
 recovery point as what survives a crash (`flushed_end_offset`), and snapshots as files
 ``<end offset>-<epoch>.checkpoint`` beside the segments, written atomically. The storage
 high watermark is kept at the log end: the Raft core keeps its own.
@@ -12,26 +13,16 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from strom.cluster import metadata_log, raft_wire
 from strom.cluster.raft import log as raft_log
 from strom.records import batches
 from strom.storage import checkpoints, log_config, partition_log
 
 SNAPSHOT_SUFFIX = ".checkpoint"
 _SNAPSHOT_NAME = re.compile(r"(?P<offset>\d{20})-(?P<epoch>\d{10})\.checkpoint")
-# Kafka's control record key: version 0, type 2 (LEADER_CHANGE).
-LEADER_CHANGE_KEY = struct.pack(">hh", 0, 2)
-READ_BYTES = 1024 * 1024
-CONFIG = log_config.LogConfig(
-    segment_bytes=64 * 1024 * 1024,
-    segment_ms=log_config.NEVER,
-    retention_ms=-1,
-    retention_bytes=-1,
-    max_message_bytes=16 * 1024 * 1024,
-)
 
 Entry = raft_log.Entry
 OffsetAndEpoch = raft_log.OffsetAndEpoch
@@ -51,7 +42,7 @@ class PartitionReplicatedLog:
         self,
         directory: Path,
         now_ms: Callable[[], int],
-        config: log_config.LogConfig = CONFIG,
+        config: log_config.LogConfig = metadata_log.LOG_CONFIG,
     ) -> None:
         self.directory = directory
         self._now_ms = now_ms
@@ -88,41 +79,30 @@ class PartitionReplicatedLog:
     def append_as_leader(self, data: Sequence[bytes], epoch: int, *, control: bool = False) -> int:
         if epoch < self.last_fetched_epoch:
             raise LogContractError(f"append at epoch {epoch} after {self.last_fetched_epoch}")
-        if not data:
-            return self.end_offset - 1
-        self._append_batch(list(data), epoch, control)
+        end = self.end_offset
+        self._append([Entry(end + i, epoch, item, control) for i, item in enumerate(data)])
         return self.end_offset - 1
 
     def append_as_follower(self, entries: Sequence[Entry]) -> None:
-        run: list[Entry] = []
-        for entry in entries:
-            if run and (entry.epoch != run[0].epoch or entry.control != run[0].control):
-                self._append_run(run)
-                run = []
-            run.append(entry)
-        if run:
-            self._append_run(run)
-
-    def _append_run(self, run: list[Entry]) -> None:
-        first = run[0]
-        if first.offset != self.end_offset:
-            raise LogContractError(f"append at {first.offset}, the log ends at {self.end_offset}")
-        if first.epoch < self.last_fetched_epoch:
-            raise LogContractError(f"epoch {first.epoch} after {self.last_fetched_epoch}")
-        self._append_batch([entry.data for entry in run], first.epoch, first.control)
-
-    def _append_batch(self, data: list[bytes], epoch: int, control: bool) -> None:
-        now = self._now_ms()
-        key = LEADER_CHANGE_KEY if control else None
-        batch = bytearray(
-            batches.build_batch(
-                [(key, item, [], now) for item in data],
-                partition_leader_epoch=epoch,
-                is_control=control,
+        if not entries:
+            return
+        if entries[0].offset != self.end_offset:
+            raise LogContractError(
+                f"append at {entries[0].offset}, the log ends at {self.end_offset}"
             )
-        )
-        headers = batches.validate_produce_batches(memoryview(batch), len(batch))
-        self._log.append(batch, headers, leader_epoch=epoch, now_ms=now)
+        if entries[0].epoch < self.last_fetched_epoch:
+            raise LogContractError(f"epoch {entries[0].epoch} after {self.last_fetched_epoch}")
+        self._append(entries)
+
+    def _append(self, entries: Sequence[Entry]) -> None:
+        """Entries from the log end on, as the wire carries them: a batch per run of one
+        epoch and kind, each appended with its epoch (the epoch cache learns it)."""
+        data = bytearray(raft_wire.encode_entries(entries))
+        now = self._now_ms()
+        for header in batches.iter_batches(data):
+            batch = data[header.position : header.position + header.size]
+            checked = batches.validate_produce_batches(memoryview(batch), len(batch))
+            self._log.append(batch, checked, leader_epoch=header.partition_leader_epoch, now_ms=now)
         self._log.update_high_watermark(self._log.log_end_offset)
 
     def truncate_to(self, offset: int) -> None:
@@ -142,15 +122,7 @@ class PartitionReplicatedLog:
             self._log.truncate_fully_and_start_at(start)
         else:
             self._log.truncate_to(base)
-        run: list[Entry] = []
-        for entry in [*kept, None]:
-            if run and (
-                entry is None or (entry.epoch, entry.control) != (run[0].epoch, run[0].control)
-            ):
-                self._append_batch([e.data for e in run], run[0].epoch, run[0].control)
-                run = []
-            if entry is not None:
-                run.append(entry)
+        self._append(kept)
 
     def _batch_base(self, offset: int) -> int:
         read = self._log.read(offset, 1, max_offset=self.end_offset)
