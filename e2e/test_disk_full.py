@@ -18,6 +18,7 @@ from pathlib import Path
 
 import e2e_records
 import pytest
+import wire_requests
 from confluent_kafka import (
     Consumer,
     KafkaError,
@@ -28,8 +29,6 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
-from strom.network import channel as channel_module
-from strom.network import clock
 from strom.protocol import apis, outbound
 from strom_process import StromProcess
 
@@ -166,18 +165,10 @@ def fill(filesystem: Path) -> Path:
 
 
 async def find_coordinator_error(port: int, group: str) -> ErrorCode:
-    channel = channel_module.TcpChannel({1: ("127.0.0.1", port)}.get, clock=clock.SystemClock())
-    try:
-        answer = await channel.send(
-            1,
-            outbound.Draft(
-                apis.ApiKey.FIND_COORDINATOR,
-                {"key_type": 0, "coordinator_keys": [group], "key": group},
-            ),
-            api_version=4,
-        )
-    finally:
-        await channel.close()
+    request = outbound.Draft(
+        apis.ApiKey.FIND_COORDINATOR, {"key_type": 0, "coordinator_keys": [group], "key": group}
+    )
+    answer = await wire_requests.send(port, request, api_version=4)
     return ErrorCode(answer.coordinators[0].error_code)
 
 

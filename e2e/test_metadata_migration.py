@@ -14,11 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import e2e_records
+import wire_requests
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource
 from kio.schema.errors import ErrorCode
-from strom.network import channel as channel_module
-from strom.network import clock
 from strom.protocol import apis, outbound
 from strom_process import StromProcess
 
@@ -38,17 +37,10 @@ def unpacked_into(log_dir: Path) -> dict[str, object]:
 
 
 async def init_producer_id(port: int) -> int:
-    channel = channel_module.TcpChannel({1: ("127.0.0.1", port)}.get, clock=clock.SystemClock())
-    try:
-        answer = await channel.send(
-            1,
-            outbound.Draft(
-                apis.ApiKey.INIT_PRODUCER_ID,
-                {"transactional_id": None, "transaction_timeout": 60_000},
-            ),
-        )
-    finally:
-        await channel.close()
+    request = outbound.Draft(
+        apis.ApiKey.INIT_PRODUCER_ID, {"transactional_id": None, "transaction_timeout": 60_000}
+    )
+    answer = await wire_requests.send(port, request)
     assert answer.error_code == ErrorCode.none
     return int(answer.producer_id)
 
@@ -79,24 +71,18 @@ async def test_a_0_1_data_directory_is_migrated_with_nothing_lost(
         assert len(metadata.topics[name].partitions) == stored[name]["partitions"]
 
     # Topic ids, as 0.1 handed them out (Metadata v12+ reports them).
-    channel = channel_module.TcpChannel(
-        {1: ("127.0.0.1", broker.port)}.get, clock=clock.SystemClock()
+    answer = await wire_requests.send(
+        broker.port,
+        outbound.Draft(
+            apis.ApiKey.METADATA,
+            {
+                "topics": None,
+                "allow_auto_topic_creation": False,
+                "include_cluster_authorized_operations": False,
+                "include_topic_authorized_operations": False,
+            },
+        ),
     )
-    try:
-        answer = await channel.send(
-            1,
-            outbound.Draft(
-                apis.ApiKey.METADATA,
-                {
-                    "topics": None,
-                    "allow_auto_topic_creation": False,
-                    "include_cluster_authorized_operations": False,
-                    "include_topic_authorized_operations": False,
-                },
-            ),
-        )
-    finally:
-        await channel.close()
     ids = {t.name: str(t.topic_id) for t in answer.topics}
     assert ids["orders"] == stored["orders"]["topic_id"]
     assert ids["events"] == stored["events"]["topic_id"]

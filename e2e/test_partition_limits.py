@@ -14,32 +14,24 @@ from typing import Any
 
 import e2e_records
 import pytest
+import wire_requests
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 from kio.schema.errors import ErrorCode
-from strom.network import channel as channel_module
-from strom.network import clock
 from strom.protocol import apis, outbound
 from strom_process import StromProcess
 
 
 async def create_partitions(port: int, topic: str, count: int) -> Any:
-    channel = channel_module.TcpChannel({1: ("127.0.0.1", port)}.get, clock=clock.SystemClock())
-    try:
-        answer = await channel.send(
-            1,
-            outbound.Draft(
-                apis.ApiKey.CREATE_PARTITIONS,
-                {
-                    "topics": [{"name": topic, "count": count, "assignments": None}],
-                    "timeout": 60_000,
-                    "validate_only": False,
-                },
-            ),
-        )
-    finally:
-        await channel.close()
-    return answer.results[0]
+    request = outbound.Draft(
+        apis.ApiKey.CREATE_PARTITIONS,
+        {
+            "topics": [{"name": topic, "count": count, "assignments": None}],
+            "timeout": 60_000,
+            "validate_only": False,
+        },
+    )
+    return (await wire_requests.send(port, request)).results[0]
 
 
 def error_of(future: object) -> KafkaError:

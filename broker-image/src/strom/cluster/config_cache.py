@@ -48,11 +48,15 @@ class ConfigCache:
             log.warning("%s", warning)
         self.broker = loaded
 
+    def reload(self, image: images.MetadataImage) -> None:
+        """Everything again from `image` (at start-up, once the metadata log is replayed)."""
+        self._load_layers(image)
+        self._topics.clear()
+        self._rules.clear()
+
     def publish(self, delta: deltas.MetadataDelta, image: images.MetadataImage) -> None:
         if delta.changed_broker_configs:
-            self._load_layers(image)
-            self._topics.clear()
-            self._rules.clear()
+            self.reload(image)
             return
         names = [removed.name for removed in delta.removed_topics.values()]
         for topic_id in delta.changed_topic_configs:

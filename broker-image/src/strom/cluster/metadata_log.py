@@ -27,7 +27,6 @@ METADATA_DIR = f"{METADATA_TOPIC}-0"
 # One controller operation is one batch: CreateTopics of 10,000 partitions (the most one
 # request may create) with configs is about 600 KB of records.
 MAX_BATCH_BYTES = 16 * 1024 * 1024
-READ_CHUNK_BYTES = 8 * 1024 * 1024
 # The settings of the metadata partition, for this log and the Raft one (replicated_log).
 LOG_CONFIG = log_config.LogConfig(
     segment_bytes=64 * 1024 * 1024,
@@ -100,7 +99,7 @@ class LocalMetadataLog:
         return result.last_offset
 
     def read_committed(self) -> Iterator[tuple[int, records.MetadataRecord]]:
-        for data in self._log.committed_chunks(READ_CHUNK_BYTES):
+        for data in self._log.committed_chunks():
             for header in batches.iter_batches(data):
                 batch = memoryview(data)[header.position : header.position + header.size]
                 for record in batches.iter_records(batch):

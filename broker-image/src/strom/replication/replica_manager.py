@@ -28,8 +28,6 @@ PartitionKey = tuple[str, int]
 # Logs created per worker-thread call: the event loop serves requests in between.
 CREATE_BATCH = 500
 MAINTENANCE_INTERVAL_CAP_MS = 30_000
-# The partitions of a topic are read back in chunks of this size (coordinator loading).
-READ_CHUNK_BYTES = 8 * 1024 * 1024
 
 
 class ReplicaManager:
@@ -170,7 +168,7 @@ class ReplicaManager:
         """The whole batches of a hosted partition up to its high watermark, in chunks."""
         partition = self._partitions.get((topic, index))
         if partition is not None:
-            yield from partition.log.committed_chunks(READ_CHUNK_BYTES)
+            yield from partition.log.committed_chunks()
 
     # Background work -------------------------------------------------------------------
 

@@ -66,11 +66,12 @@ class Broker:
             lambda: self.configs.broker,
             self.replicas,
         )
-        self.offsets_topic = context.OffsetsTopic(self.metadata, self.controller)
-        self.offsets_topic.configure(
-            config.offsets_topic_num_partitions,
-            config.offsets_topic_replication_factor,
-            config.offsets_topic_segment_bytes,
+        self.offsets_topic = context.OffsetsTopic(
+            self.metadata,
+            self.controller,
+            partitions=config.offsets_topic_num_partitions,
+            replication_factor=config.offsets_topic_replication_factor,
+            segment_bytes=config.offsets_topic_segment_bytes,
         )
         self.groups = group_coordinator.GroupCoordinator(
             group_model.CoordinatorConfig(
@@ -140,7 +141,7 @@ class Broker:
             ) from error
         if legacy is not None:
             migration.mark_migrated(legacy)
-        self.configs.publish(_everything(image), image)
+        self.configs.reload(image)
         self.replicas.load(image)
         self.metadata.add_publisher(self.configs)
         self.metadata.add_publisher(self.replicas)
@@ -328,11 +329,3 @@ class _GroupsForgetTopics:
                 log.info(
                     "dropped %d committed offset(s) of deleted topic %s", dropped, removed.name
                 )
-
-
-def _everything(image: images.MetadataImage) -> deltas.MetadataDelta:
-    """A delta that says every broker config changed: the config cache loads its layers."""
-    delta = deltas.MetadataDelta(image)
-    delta.changed_broker_configs.update(image.broker_configs)
-    delta.changed_broker_configs.add("")
-    return delta

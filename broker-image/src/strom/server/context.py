@@ -114,12 +114,17 @@ class BrokerContext:
 class OffsetsTopic:
     """`__consumer_offsets`, created on first use as Kafka does."""
 
-    def __init__(self, metadata: loader.MetadataLoader, control: controller.Controller) -> None:
+    def __init__(
+        self,
+        metadata: loader.MetadataLoader,
+        control: controller.Controller,
+        *,
+        partitions: int,
+        replication_factor: int,
+        segment_bytes: int,
+    ) -> None:
         self._metadata = metadata
         self._controller = control
-        self._settings: tuple[int, int, int] = (50, 1, 100 * 1024 * 1024)
-
-    def configure(self, partitions: int, replication_factor: int, segment_bytes: int) -> None:
         self._settings = (partitions, replication_factor, segment_bytes)
 
     def partition_count(self) -> int | None:
