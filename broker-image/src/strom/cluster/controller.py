@@ -490,13 +490,19 @@ class Controller:
             await self._preparer.prepare_logs(batch.local_partitions)
         try:
             last_offset = await self._log.append(batch.entries)
-        except metadata_log.MetadataLogError as error:
+        except topics.CommitTimeoutError:
+            raise  # the records may still commit: their logs stay
+        except (metadata_log.MetadataLogError, topics.MetadataError) as error:
             log.error("%s", error)
             if batch.local_partitions:
                 await self._preparer.abandon_logs(batch.local_partitions)
+            if isinstance(error, topics.MetadataError):
+                raise
             raise topics.StorageFailedError(str(error)) from error
-        delta.offset = last_offset
-        self._loader.load(delta)
+        if self._loader.image.offset < last_offset:
+            # a log that does not apply what it commits (the Raft one does, in order)
+            delta.offset = last_offset
+            self._loader.load(delta)
 
 
 def _requested_count(topic: NewTopic, config: broker_config.BrokerConfig) -> int:

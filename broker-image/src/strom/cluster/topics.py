@@ -55,6 +55,11 @@ class NotControllerError(MetadataError):
     """This node cannot change metadata now (no quorum): retriable."""
 
 
+class CommitTimeoutError(MetadataError):
+    """The change was written but no majority of the quorum committed it in time: it may
+    still take effect (Kafka's REQUEST_TIMED_OUT; retriable)."""
+
+
 def validate_topic_name(name: str) -> None:
     if not name:
         raise InvalidTopicError("Topic name is illegal, it can't be empty")

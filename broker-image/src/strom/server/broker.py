@@ -19,9 +19,8 @@ from strom.cluster import (
     controller,
     identity,
     loader,
-    metadata_log,
+    metadata_quorum,
     migration,
-    quorum,
     topics,
 )
 from strom.cluster import delta as deltas
@@ -49,8 +48,10 @@ class Broker:
         self.metrics = broker_metrics.BrokerMetrics()
         log_dir = config.log_dirs[0]
         cluster_id = identity.ensure_identity(log_dir, config.node_id, config.cluster_id)
-        self.metadata_log = metadata_log.LocalMetadataLog(log_dir, self.clock.time_ms)
         self.metadata = loader.MetadataLoader(images.MetadataImage(cluster_id))
+        self.metadata_log = metadata_quorum.MetadataQuorum(
+            config.quorum, cluster_id, self.metadata, self.clock
+        )
         self.configs = config_cache.ConfigCache(config, lambda: self.metadata.image)
         self.replicas = replica_manager.ReplicaManager(
             config.node_id,
@@ -105,7 +106,7 @@ class Broker:
             metrics=self.metrics,
             clock=self.clock,
             offsets_topic=self.offsets_topic,
-            quorum=quorum.SingleNodeQuorum(config.node_id, self.metadata_log),
+            quorum=self.metadata_log,
         )
         self._servers: list[asyncio.Server] = []
         self._connections: set[connections.KafkaConnection] = set()
@@ -126,19 +127,11 @@ class Broker:
 
     async def load(self) -> None:
         """Metadata, logs and groups, ready to serve (start() calls it)."""
-        entries = list(self.metadata_log.read_committed())
+        await self.metadata_log.start()
         legacy = migration.legacy_document(self.config.log_dirs[0])
-        if legacy is not None and not entries:
-            migrated = migration.records_from_legacy(legacy, self.node_id)
-            await self.metadata_log.append(migrated)
-            entries = list(self.metadata_log.read_committed())
-        try:
-            image = self.metadata.load(self.metadata.stage(entries))
-        except deltas.DeltaError as error:
-            # Records that do not apply in order: the log is not one this broker wrote.
-            raise metadata_log.CorruptMetadataLogError(
-                f"{self.metadata_log.directory}: {error}"
-            ) from error
+        if legacy is not None and self.metadata.image.offset < 0:
+            await self.metadata_log.append(migration.records_from_legacy(legacy, self.node_id))
+        image = self.metadata.image
         if legacy is not None:
             migration.mark_migrated(legacy)
         self.configs.reload(image)
@@ -304,6 +297,7 @@ class Broker:
         if self._http is not None:
             await self._http.stop()
         await self.groups.drain()
+        await self.metadata_log.stop()
         self.close()
         log.info("Strom broker %d stopped cleanly", self.node_id)
 

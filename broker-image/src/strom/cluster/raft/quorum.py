@@ -83,6 +83,8 @@ class QuorumState:
         return self.state.leader_id if not isinstance(self.state, states.ResignedState) else None
 
     def election_deadline(self, now_ms: int) -> int:
+        if self.voters == {self.node_id}:
+            return now_ms  # the only voter: nobody else can lead, stand at once (as Kafka)
         timeout = self.config.election_timeout_ms
         return now_ms + timeout + self.rng.randrange(timeout)
 

@@ -29,6 +29,7 @@ _METADATA_ERRORS: dict[type[Exception], ErrorCode] = {
     topics.PolicyViolationError: ErrorCode.policy_violation,
     topics.StorageFailedError: ErrorCode.kafka_storage_error,
     topics.NotControllerError: ErrorCode.not_controller,
+    topics.CommitTimeoutError: ErrorCode.request_timed_out,
 }
 
 
