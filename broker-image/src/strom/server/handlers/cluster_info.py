@@ -22,16 +22,31 @@ _BROKERS_ENDPOINT_TYPE = 1
 
 
 def _broker_entries(broker: BrokerContext, request_context: RequestContext) -> list[dict[str, Any]]:
-    endpoint = broker.endpoint_for(request_context.listener)
-    return [
-        {
-            "node_id": broker.node_id,
-            "broker_id": broker.node_id,
-            "host": endpoint.host,
-            "port": endpoint.port,
-            "rack": broker.config.broker_rack,
-        }
-    ]
+    """The live brokers with their endpoint on the listener the request came in on."""
+    entries = []
+    for registered in broker.image.live_brokers():
+        endpoint = registered.endpoint(request_context.listener)
+        if endpoint is not None:
+            entries.append(
+                _broker_entry(registered.node_id, endpoint.host, endpoint.port, registered.rack)
+            )
+    if not entries:
+        # before any broker registered (a node still starting, or a bare test broker)
+        own = broker.endpoint_for(request_context.listener)
+        entries.append(_broker_entry(broker.node_id, own.host, own.port, broker.config.broker_rack))
+    return entries
+
+
+def _broker_entry(node_id: int, host: str, port: int, rack: str | None) -> dict[str, Any]:
+    return {"node_id": node_id, "broker_id": node_id, "host": host, "port": port, "rack": rack}
+
+
+def controller_id(broker: BrokerContext) -> int:
+    """The active controller when it is a live broker (combined mode), else this node:
+    clients only use it to send admin requests, which any broker forwards."""
+    active = broker.quorum.active_controller()
+    live = {registered.node_id for registered in broker.image.live_brokers()}
+    return active if active is not None and active in live else broker.node_id
 
 
 def topic_entry(topic: images.TopicImage) -> dict[str, Any]:
@@ -109,7 +124,7 @@ async def handle_metadata(
             "throttle_time": 0,
             "brokers": _broker_entries(broker, request_context),
             "cluster_id": broker.image.cluster_id,
-            "controller_id": broker.node_id,
+            "controller_id": controller_id(broker),
             "topics": entries,
             "error_code": ErrorCode.none,
         },
@@ -189,7 +204,7 @@ async def handle_describe_cluster(
             "error_code": ErrorCode.none,
             "endpoint_type": endpoint_type,
             "cluster_id": broker.image.cluster_id,
-            "controller_id": broker.node_id,
+            "controller_id": controller_id(broker),
             "brokers": _broker_entries(broker, request_context),
         },
     )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from strom.cluster import topics
+from strom.coordinator import offsets_records
 from strom.coordinator import states as group_states
 from strom.protocol import apis, shaping
 
@@ -23,6 +24,35 @@ log = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
 _CLASSIC = "classic"
+
+
+def coordinator_of(broker: BrokerContext, group_id: str) -> int | None:
+    """The broker that coordinates ``group_id``: the leader of its ``__consumer_offsets``
+    partition, as Kafka places groups (None while the topic does not exist)."""
+    offsets_topic = broker.image.topics.get(topics.OFFSETS_TOPIC)
+    if offsets_topic is None or not offsets_topic.partitions:
+        return None
+    index = offsets_records.partition_for(group_id, offsets_topic.partition_count)
+    return offsets_topic.partitions[index].leader
+
+
+def _elsewhere(broker: BrokerContext, group_id: str) -> bool:
+    """Another broker coordinates this group: the client must ask FindCoordinator again."""
+    coordinator = coordinator_of(broker, group_id)
+    return coordinator is not None and coordinator != broker.node_id
+
+
+_NOT_COORDINATOR = {
+    "error_code": ErrorCode.not_coordinator,
+    "generation_id": -1,
+    "protocol_type": None,
+    "protocol_name": None,
+    "leader": "",
+    "skip_assignment": False,
+    "member_id": "",
+    "members": (),
+    "assignment": b"",
+}
 
 
 def _response(request: apis.Request, data: dict[str, Any]) -> Any:
@@ -62,6 +92,7 @@ async def handle_find_coordinator(
         else:
             try:
                 await broker.offsets_topic.ensure()
+                _point_at_coordinator(broker, entry, str(key), request_context.listener)
             except topics.MetadataError as error:
                 # __consumer_offsets cannot be created now (a disk error): nothing of it
                 # is left behind, and the client retries FindCoordinator.
@@ -80,6 +111,28 @@ async def handle_find_coordinator(
     return _response(request, {**single})
 
 
+def _point_at_coordinator(
+    broker: BrokerContext, entry: dict[str, Any], group_id: str, listener: str
+) -> None:
+    coordinator = coordinator_of(broker, group_id)
+    if coordinator is None or coordinator == broker.node_id:
+        return
+    registered = broker.image.brokers.get(coordinator)
+    endpoint = None if registered is None or registered.fenced else registered.endpoint(listener)
+    if endpoint is None:
+        # the partition's leader is not reachable now: the client asks again
+        entry.update(
+            node_id=-1,
+            host="",
+            port=-1,
+            error_code=ErrorCode.coordinator_not_available,
+            error_message=f"the coordinator of group {group_id} (broker {coordinator}) is"
+            " not available",
+        )
+        return
+    entry.update(node_id=coordinator, host=endpoint.host, port=endpoint.port)
+
+
 def _protocols(body: Any) -> list[tuple[str, bytes]]:
     return [(str(p.name), bytes(p.metadata)) for p in body.protocols]
 
@@ -88,6 +141,8 @@ async def handle_join_group(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
+    if _elsewhere(broker, str(body.group_id)):
+        return _response(request, _NOT_COORDINATOR)
     result = await broker.groups.join(
         group_id=str(body.group_id),
         member_id=str(body.member_id),
@@ -123,6 +178,8 @@ async def handle_sync_group(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
+    if _elsewhere(broker, str(body.group_id)):
+        return _response(request, _NOT_COORDINATOR)
     result = await broker.groups.sync(
         group_id=str(body.group_id),
         generation_id=int(body.generation_id),
@@ -148,6 +205,8 @@ async def handle_heartbeat(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
+    if _elsewhere(broker, str(body.group_id)):
+        return _response(request, _NOT_COORDINATOR)
     error = broker.groups.heartbeat(
         group_id=str(body.group_id),
         generation_id=int(body.generation_id),
@@ -162,6 +221,8 @@ async def handle_leave_group(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
+    if _elsewhere(broker, str(body.group_id)):
+        return _response(request, {**_NOT_COORDINATOR, "members": ()})
     if hasattr(body, "members"):
         leaving = [(str(m.member_id), m.group_instance_id) for m in body.members]
     else:
@@ -190,7 +251,7 @@ async def handle_offset_commit(
     for topic in body.topics:
         for p in topic.partitions:
             key = (str(topic.name), int(p.partition_index))
-            if broker.partition(*key) is None:
+            if not _partition_exists(broker, *key):
                 unknown.add(key)
                 continue
             wanted.append(
@@ -202,14 +263,18 @@ async def handle_offset_commit(
                     p.committed_metadata,
                 )
             )
-    outcome = await broker.groups.commit_offsets(
-        group_id=str(body.group_id),
-        generation_id=int(body.generation_id_or_member_epoch),
-        member_id=str(body.member_id),
-        group_instance_id=getattr(body, "group_instance_id", None),
-        offsets=wanted,
-        now_ms=broker.clock.time_ms(),
-    )
+    outcome: ErrorCode | dict[tuple[str, int], ErrorCode]
+    if _elsewhere(broker, str(body.group_id)):
+        outcome = ErrorCode.not_coordinator
+    else:
+        outcome = await broker.groups.commit_offsets(
+            group_id=str(body.group_id),
+            generation_id=int(body.generation_id_or_member_epoch),
+            member_id=str(body.member_id),
+            group_instance_id=getattr(body, "group_instance_id", None),
+            offsets=wanted,
+            now_ms=broker.clock.time_ms(),
+        )
     topics = []
     for topic in body.topics:
         partitions = []
@@ -226,7 +291,14 @@ async def handle_offset_commit(
     return _response(request, {"topics": topics})
 
 
+def _partition_exists(broker: BrokerContext, topic: str, index: int) -> bool:
+    known = broker.image.topics.get(topic)
+    return known is not None and index in known.partitions
+
+
 def _fetched_group(broker: BrokerContext, group_id: str, topics: Any) -> dict[str, Any]:
+    if _elsewhere(broker, group_id):
+        return {"group_id": group_id, "error_code": ErrorCode.not_coordinator, "topics": ()}
     wanted: list[tuple[str, int]] | None = None
     if topics is not None:
         wanted = [(str(t.name), int(i)) for t in topics for i in t.partition_indexes]
@@ -265,6 +337,8 @@ async def handle_offset_delete(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
+    if _elsewhere(broker, str(body.group_id)):
+        return _response(request, {"error_code": ErrorCode.not_coordinator, "topics": ()})
     wanted = [(str(t.name), int(p.partition_index)) for t in body.topics for p in t.partitions]
     outcome = await broker.groups.delete_offsets(str(body.group_id), wanted, broker.clock.time_ms())
     topics = []
@@ -305,6 +379,19 @@ async def handle_describe_groups(
     described = []
     for group_id in request.body.groups:
         group = broker.groups.groups.get(str(group_id))
+        if _elsewhere(broker, str(group_id)):
+            described.append(
+                {
+                    "error_code": ErrorCode.not_coordinator,
+                    "error_message": None,
+                    "group_id": group_id,
+                    "group_state": "",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": (),
+                }
+            )
+            continue
         if group is None:
             missing = request.header.api_version >= 6
             described.append(
@@ -348,9 +435,10 @@ async def handle_describe_groups(
 async def handle_delete_groups(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
-    results = await broker.groups.delete_groups(
-        [str(g) for g in request.body.groups_names], broker.clock.time_ms()
-    )
+    names = [str(g) for g in request.body.groups_names]
+    here = [name for name in names if not _elsewhere(broker, name)]
+    results = await broker.groups.delete_groups(here, broker.clock.time_ms())
+    results = {name: results.get(name, ErrorCode.not_coordinator) for name in names}
     return _response(
         request,
         {"results": [{"group_id": g, "error_code": code} for g, code in results.items()]},
