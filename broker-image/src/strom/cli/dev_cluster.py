@@ -174,7 +174,11 @@ def _run(arguments: argparse.Namespace, data_dir: Path, hosts: netns.Hosts | Non
     if hosts is not None:
         for host, node in zip(hosts, nodes, strict=True):
             say(f"  node {node.node_id}: network namespace {host.netns}, address {host.address}")
-    say("by hand, the same cluster is one of these per node:")
+    say(
+        "by hand, the same cluster is one of these per node:"
+        if hosts is None
+        else "a node restarted by hand (while this runs and holds the namespaces):"
+    )
     for process in cluster.processes:
         say(f"  {process.restart_command()}")
 
