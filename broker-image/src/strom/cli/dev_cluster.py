@@ -184,10 +184,15 @@ def _run(arguments: argparse.Namespace, data_dir: Path, hosts: netns.Hosts | Non
 
     previous = {s: signal.signal(s, cluster.request_stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        cluster.start()
-        say(f"bootstrap servers: {cluster.bootstrap}")
-        cluster.supervise(arguments.ready_timeout)
-        statuses = cluster.stop(arguments.stop_timeout)
+        try:
+            cluster.start()
+            say(f"bootstrap servers: {cluster.bootstrap}")
+            cluster.supervise(arguments.ready_timeout)
+        except OSError as error:  # e.g. strom-server missing: stop the nodes already started
+            say(f"{PROG}: cannot start a node: {error}")
+            cluster.unexpected_exits += 1
+        finally:
+            statuses = cluster.stop(arguments.stop_timeout)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
