@@ -18,7 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SCRIPTS: dict[str, str] = PYPROJECT["project"]["scripts"]
-CLIENT_TOOLS = sorted(name for name in SCRIPTS if name != "strom-server")
+# strom-dev-cluster runs strom-server processes: like the broker, it needs no client
+BROKER_TOOLS = {"strom-server", "strom-dev-cluster"}
+CLIENT_TOOLS = sorted(name for name in SCRIPTS if name not in BROKER_TOOLS)
 
 # Makes `import confluent_kafka` fail as it does where the extra is not installed.
 BLOCK_CONFLUENT_KAFKA = """
@@ -53,6 +55,16 @@ def test_the_broker_does_not_import_the_client_library() -> None:
 def test_the_broker_starts_its_cli_without_the_client_library() -> None:
     done = python(BLOCK_CONFLUENT_KAFKA + "import strom.cli.server\nstrom.cli.server._parser()\n")
     assert done.returncode == 0, done.stderr
+
+
+def test_the_dev_cluster_runs_without_the_client_library() -> None:
+    done = python(
+        BLOCK_CONFLUENT_KAFKA + "import sys, strom.cli.dev_cluster\n"
+        "sys.argv = ['strom-dev-cluster', '--help']\n"
+        "strom.cli.dev_cluster.main()\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--brokers" in done.stdout
 
 
 @pytest.mark.parametrize("tool", CLIENT_TOOLS)

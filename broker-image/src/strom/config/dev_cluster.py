@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 
 from strom.config import cluster_id as cluster_ids
@@ -30,8 +31,10 @@ class DevNode:
     node_id: int
     file_name: str
     log_dir: Path
+    host: str
     client_port: int
     controller_port: int
+    metrics_port: int | None
     settings: dict[str, str]
     text: str
 
@@ -46,6 +49,7 @@ def render_dev_cluster(
     *,
     cluster_id: str,
     host: str = "localhost",
+    hosts: Sequence[str] | None = None,
     controller_base_port: int | None = None,
     metrics_base_port: int | None = DEFAULT_METRICS_BASE_PORT,
     replication_factor: int | None = None,
@@ -53,15 +57,21 @@ def render_dev_cluster(
     """The N nodes' property files; raise ValueError for arguments that cannot make one.
 
     `controller_base_port` defaults to `base_port + brokers`; `metrics_base_port` None
-    disables the HTTP endpoint. `replication_factor` (default: min(3, brokers)) is the
-    default one and that of the internal topics; min.insync.replicas stays 1 so a
-    cluster with one node down still takes acks=all writes."""
+    disables the HTTP endpoint. `hosts` gives each node its own address (node i gets
+    hosts[i-1], e.g. one network namespace each) instead of `host` for all.
+    `replication_factor` (default: min(3, brokers)) is the default one and that of the
+    internal topics; min.insync.replicas stays 1 so a cluster with one node down still
+    takes acks=all writes."""
     if brokers < 1:
         raise ValueError(f"brokers must be at least 1, got {brokers}")
     controller_base = base_port + brokers if controller_base_port is None else controller_base_port
     replication = min(3, brokers) if replication_factor is None else replication_factor
     if not 1 <= replication <= brokers:
         raise ValueError(f"replication factor must be between 1 and {brokers}, got {replication}")
+    if hosts is None:
+        hosts = [host] * brokers
+    elif len(hosts) != brokers:
+        raise ValueError(f"{len(hosts)} hosts for {brokers} nodes")
     ranges = {"base port": base_port, "controller base port": controller_base}
     if metrics_base_port is not None:
         ranges["metrics base port"] = metrics_base_port
@@ -73,11 +83,13 @@ def render_dev_cluster(
         raise ValueError(f"port ranges overlap: {ranges} for {brokers} nodes")
 
     ids = range(1, brokers + 1)
-    voters = ",".join(f"{i}@{host}:{controller_base + i - 1}" for i in ids)
+    voters = ",".join(f"{i}@{hosts[i - 1]}:{controller_base + i - 1}" for i in ids)
     nodes = []
     for node_id in ids:
+        host = hosts[node_id - 1]
         client_port = base_port + node_id - 1
         controller_port = controller_base + node_id - 1
+        metrics_port = None if metrics_base_port is None else metrics_base_port + node_id - 1
         log_dir = data_dir / f"node-{node_id}"
         settings = {
             "process.roles": "broker,controller",
@@ -98,9 +110,7 @@ def render_dev_cluster(
             "transaction.state.log.replication.factor": str(replication),
             "transaction.state.log.min.isr": str(min(2, replication)),
             "min.insync.replicas": "1",
-            "metrics.listener": ""
-            if metrics_base_port is None
-            else f"http://{host}:{metrics_base_port + node_id - 1}",
+            "metrics.listener": "" if metrics_port is None else f"http://{host}:{metrics_port}",
         }
         header = f"# Strom dev cluster: node {node_id} of {brokers}, broker and controller\n"
         text = header + "".join(f"{key}={_escape(value)}\n" for key, value in settings.items())
@@ -109,8 +119,10 @@ def render_dev_cluster(
                 node_id=node_id,
                 file_name=f"node-{node_id}.properties",
                 log_dir=log_dir,
+                host=host,
                 client_port=client_port,
                 controller_port=controller_port,
+                metrics_port=metrics_port,
                 settings=settings,
                 text=text,
             )
