@@ -47,9 +47,20 @@ class MetadataLoader:
         if delta.image is not self.image:
             raise deltas.DeltaError("the delta was staged on an image that is no longer current")
         self.image = delta.apply()
+        self._publish(delta)
+        return self.image
+
+    def reset(self, image: images.MetadataImage) -> deltas.MetadataDelta:
+        """Replace the current image by ``image`` (a snapshot's, from
+        ``snapshots.load_snapshot``) and publish what differs between the two."""
+        delta = deltas.replacement(self.image, image)
+        self.image = image
+        self._publish(delta)
+        return delta
+
+    def _publish(self, delta: deltas.MetadataDelta) -> None:
         for publisher in self._publishers:
             try:
                 publisher.publish(delta, self.image)
             except Exception:
                 log.exception("metadata publisher %s failed", publisher.name)
-        return self.image
