@@ -395,6 +395,23 @@ def test_control_records_must_be_a_header_then_a_footer() -> None:
             snapshots.decode_snapshot(data)
 
 
+def test_kraft_version_and_voters_control_records_are_skipped() -> None:
+    # Kafka with kraft.version 1 writes them in the header's batch: the quorum's business
+    data = snapshots.encode_snapshot(sample_records(), epoch=3, last_contained_timestamp_ms=5)
+    first = batches.iter_batches(data).__next__()
+    header = next(batches.iter_records(data[: first.size]))
+    kafkas = [
+        (header.key, header.value, [], 5),
+        (struct.pack(">hh", 0, 5), b"\x00\x00\x01\x00", [], 5),
+        (struct.pack(">hh", 0, 6), b"\x00\x01\x00", [], 5),
+    ]
+    rest = bytearray(data[first.size :])
+    for batch in batches.iter_batches(data[first.size :]):
+        batches.patch_base_offset(rest, batch.position, batch.base_offset + 2)
+    rewritten = batches.build_batch(kafkas, partition_leader_epoch=3, is_control=True) + rest
+    assert snapshots.decode_snapshot(rewritten) == sample_records()
+
+
 def test_nothing_at_all_is_not_a_snapshot() -> None:
     with pytest.raises(snapshots.CorruptSnapshotError, match="no SnapshotHeader"):
         snapshots.decode_snapshot(b"")

@@ -10,7 +10,10 @@ Kafka's KRaft snapshots, sans-I/O (the Raft log stores the bytes, the driver dec
   as Kafka's RecordsSnapshotWriter lays it out: record batches with offsets from 0, a
   control batch holding a SnapshotHeader control record first, the records in batches of
   at most ``max_batch_bytes``, a control batch holding a SnapshotFooter last; every batch
-  stamped with the snapshot's epoch. Anything else raises `CorruptSnapshotError`.
+  stamped with the snapshot's epoch (Kafka's DumpLogSegments reads them: see
+  e2e/test_kafka_reads_strom_snapshots.py). Decoding skips the KRaft version and voters
+  control records Kafka writes after the header; anything else that is not such a file
+  raises `CorruptSnapshotError`.
 - `load_snapshot`: the image a snapshot holds (``MetadataLoader.reset`` puts it in place).
 - `SnapshotPolicy`: when to take the next one (Kafka's SnapshotGenerator rule).
 """
@@ -36,6 +39,10 @@ from strom.records import batches
 # Kafka's ControlRecordType ids; a control record's key is (version 0, type), two int16s.
 SNAPSHOT_HEADER = 3
 SNAPSHOT_FOOTER = 4
+# Raft's own control records that Kafka (kraft.version 1) writes after the header: the
+# quorum's, not the metadata's, so skipped here.
+KRAFT_VERSION = 5
+KRAFT_VOTERS = 6
 _CONTROL_KEY = struct.Struct(">hh")
 # Kafka's KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the largest batch a snapshot writer makes.
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -223,6 +230,8 @@ def decode_snapshot(data: bytes | bytearray | memoryview) -> list[records.Metada
                 elif kind == SNAPSHOT_FOOTER and seen_header:
                     _kio_message(SnapshotFooterRecord, record.value, where)
                     seen_footer = True
+                elif kind in (KRAFT_VERSION, KRAFT_VOTERS) and seen_header:
+                    continue
                 else:
                     raise CorruptSnapshotError(f"{where}: unexpected control record type {kind}")
             elif not seen_header:
