@@ -21,6 +21,7 @@ from strom.cluster import delta as deltas
 from strom.cluster import image as images
 from strom.cluster import loader as loaders
 from strom.cluster import records, snapshots
+from strom.config import broker
 from strom.records import batches
 
 CLUSTER_ID = "snapshot-test-cluster"
@@ -417,6 +418,19 @@ def test_nothing_at_all_is_not_a_snapshot() -> None:
         snapshots.decode_snapshot(b"")
 
 
+def test_the_driver_writes_an_image_and_reads_it_back() -> None:
+    image = History(5).run(90)
+    data = snapshots.write_image(image, epoch=2, last_contained_timestamp_ms=10)
+    assert snapshots.read_image(CLUSTER_ID, data, image.offset + 1) == image
+
+
+def test_a_snapshot_whose_records_do_not_apply_is_corrupt() -> None:
+    orphan = records.RemoveTopicRecord(topic_id=uuid.UUID(int=9))
+    data = snapshots.encode_snapshot([orphan], epoch=1, last_contained_timestamp_ms=0)
+    with pytest.raises(snapshots.CorruptSnapshotError, match="do not apply: RemoveTopicRecord"):
+        snapshots.read_image(CLUSTER_ID, data, 10)
+
+
 # Loading a snapshot in place of the image ----------------------------------------------
 
 
@@ -577,6 +591,19 @@ def test_the_policy_snapshots_on_bytes_or_on_time_with_new_records() -> None:
     assert not policy.should_snapshot(0, 10 * 3_600_000)
     reason = policy.reason(1, 3_600_000)
     assert reason is not None and "ms since the last snapshot" in reason
+
+
+def test_the_policy_reads_kafkas_settings() -> None:
+    settings = broker.BrokerConfig(
+        {
+            "metadata.log.max.record.bytes.between.snapshots": "1000",
+            "metadata.log.max.snapshot.interval.ms": "5000",
+        }
+    ).quorum
+    policy = snapshots.SnapshotPolicy.from_settings(settings)
+    assert (policy.max_bytes_between_snapshots, policy.max_interval_ms) == (1000, 5000)
+    defaults = snapshots.SnapshotPolicy.from_settings(broker.BrokerConfig().quorum)
+    assert defaults == snapshots.SnapshotPolicy()
 
 
 def test_an_interval_of_zero_turns_the_time_rule_off() -> None:

@@ -15,6 +15,7 @@ Kafka's KRaft snapshots, sans-I/O (the Raft log stores the bytes, the driver dec
   control records Kafka writes after the header; anything else that is not such a file
   raises `CorruptSnapshotError`.
 - `load_snapshot`: the image a snapshot holds (``MetadataLoader.reset`` puts it in place).
+- `write_image` / `read_image`: the two the Raft driver calls, image to file and back.
 - `SnapshotPolicy`: when to take the next one (Kafka's SnapshotGenerator rule).
 """
 
@@ -34,6 +35,7 @@ from kio.static.primitive import i8, i16, i32, i64, u16
 from strom.cluster import delta as deltas
 from strom.cluster import image as images
 from strom.cluster import records
+from strom.config import quorum
 from strom.records import batches
 
 # Kafka's ControlRecordType ids; a control record's key is (version 0, type), two int16s.
@@ -145,6 +147,30 @@ def load_snapshot(
     for record in snapshot:
         delta.replay(record)
     return dataclasses.replace(delta.apply(), offset=end_offset - 1)
+
+
+# What the Raft driver calls ------------------------------------------------------------
+
+
+def write_image(
+    image: images.MetadataImage, *, epoch: int, last_contained_timestamp_ms: int
+) -> bytes:
+    """The snapshot file of ``image`` (``state`` for ``RaftClient.create_snapshot``;
+    ``epoch`` is the snapshot id's: the epoch of the entry before its end offset)."""
+    return encode_snapshot(
+        image_records(image), epoch=epoch, last_contained_timestamp_ms=last_contained_timestamp_ms
+    )
+
+
+def read_image(cluster_id: str, data: bytes, end_offset: int) -> images.MetadataImage:
+    """The image a snapshot file holds (``actions.SnapshotLoaded``'s state and id offset),
+    for ``MetadataLoader.reset``; `CorruptSnapshotError` when the file is not a valid
+    snapshot or its records do not build an image."""
+    snapshot = decode_snapshot(data)
+    try:
+        return load_snapshot(cluster_id, snapshot, end_offset)
+    except deltas.DeltaError as error:
+        raise CorruptSnapshotError(f"the snapshot's records do not apply: {error}") from None
 
 
 # The snapshot file ---------------------------------------------------------------------
@@ -293,6 +319,13 @@ class SnapshotPolicy:
 
     max_bytes_between_snapshots: int = DEFAULT_MAX_BYTES_BETWEEN_SNAPSHOTS
     max_interval_ms: int = DEFAULT_MAX_SNAPSHOT_INTERVAL_MS
+
+    @classmethod
+    def from_settings(cls, settings: quorum.QuorumSettings) -> SnapshotPolicy:
+        return cls(
+            max_bytes_between_snapshots=settings.metadata_log_max_record_bytes_between_snapshots,
+            max_interval_ms=settings.metadata_log_max_snapshot_interval_ms,
+        )
 
     def reason(self, bytes_since_snapshot: int, ms_since_snapshot: int) -> str | None:
         """Why to snapshot now, or None when it is not time yet."""
