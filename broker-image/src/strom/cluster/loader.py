@@ -5,6 +5,8 @@ publishers. A publisher is anything with `publish(delta, image)`; it runs after 
 image is in place, in registration order (the replica manager before the coordinator,
 so logs exist before anyone reads them). A publisher that fails is logged and does not
 stop the others: the image is the truth and the next delta retries what it can.
+A snapshot (at start, or fetched by a follower that fell behind the leader's log start)
+replaces the image through `reset`, which publishes what differs (`delta.replacement`).
 """
 
 from __future__ import annotations
