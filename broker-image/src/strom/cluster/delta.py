@@ -45,6 +45,9 @@ class MetadataDelta:
     _broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     _next_producer_id: int | None = None
     offset: int = -1  # the metadata log offset of the last record
+    # A snapshot's state replacing the image's (`replacement`): the offset is the
+    # snapshot's, not the larger of the two.
+    is_snapshot: bool = False
 
     def replay(self, record: records.MetadataRecord, offset: int = -1) -> None:
         if isinstance(record, records.TopicRecord):
@@ -257,7 +260,7 @@ class MetadataDelta:
             next_producer_id = self._next_producer_id
         return images.MetadataImage(
             cluster_id=before.cluster_id,
-            offset=max(before.offset, self.offset),
+            offset=self.offset if self.is_snapshot else max(before.offset, self.offset),
             topics=topics,
             topics_by_id=topics_by_id,
             broker_configs=broker_configs,
@@ -271,3 +274,61 @@ def _set_or_remove(configs: dict[str, str], name: str, value: str | None) -> Non
         configs.pop(name, None)
     else:
         configs[name] = value
+
+
+def replacement(before: images.MetadataImage, after: images.MetadataImage) -> MetadataDelta:
+    """The delta that replaces ``before`` by ``after`` (a snapshot loaded in its place),
+    described as the differences between the two, as Kafka's MetadataDelta after
+    finishSnapshot: publishers see only what changed, so a snapshot that matches the image
+    opens or deletes no log. ``apply()`` gives an image equal to ``after``.
+
+    A topic that changed name, or lost partitions (which Kafka never does), is described
+    as removed and created again."""
+    if before.cluster_id != after.cluster_id:
+        raise DeltaError(
+            f"a snapshot of cluster {after.cluster_id} cannot replace cluster {before.cluster_id}"
+        )
+    delta = MetadataDelta(before, offset=after.offset, is_snapshot=True)
+    for topic_id, old in before.topics_by_id.items():
+        new = after.topics_by_id.get(topic_id)
+        if (
+            new is None
+            or new.name != old.name
+            or not old.partitions.keys() <= new.partitions.keys()
+        ):
+            delta.removed_topics[topic_id] = old
+    for topic_id, new in after.topics_by_id.items():
+        old_topic = None if topic_id in delta.removed_topics else before.topics_by_id.get(topic_id)
+        if old_topic is None:
+            delta.created_topics.add(topic_id)
+            changed = set(new.partitions)
+            configs_changed = bool(new.configs)
+        else:
+            changed = {
+                index
+                for index, partition in new.partitions.items()
+                if old_topic.partitions.get(index) != partition
+            }
+            configs_changed = old_topic.configs != new.configs
+        if changed or configs_changed or old_topic is None:
+            delta._topics[topic_id] = _TopicChange(
+                new.name, topic_id, dict(new.partitions), dict(new.configs)
+            )
+        if changed:
+            delta.changed_partitions[topic_id] = changed
+        if configs_changed:
+            delta.changed_topic_configs.add(topic_id)
+    for name in before.broker_configs.keys() | after.broker_configs.keys():
+        layer = dict(after.broker_configs.get(name, {}))
+        if dict(before.broker_configs.get(name, {})) != layer:
+            delta._broker_configs[name] = layer
+            delta.changed_broker_configs.add(name)
+    for node_id in before.brokers.keys() | after.brokers.keys():
+        broker = after.brokers.get(node_id)
+        if before.brokers.get(node_id) != broker:
+            delta._brokers[node_id] = broker
+            delta.changed_brokers.add(node_id)
+    if before.next_producer_id != after.next_producer_id:
+        delta._next_producer_id = after.next_producer_id
+        delta.producer_ids_changed = True
+    return delta

@@ -5,6 +5,8 @@ publishers. A publisher is anything with `publish(delta, image)`; it runs after 
 image is in place, in registration order (the replica manager before the coordinator,
 so logs exist before anyone reads them). A publisher that fails is logged and does not
 stop the others: the image is the truth and the next delta retries what it can.
+A snapshot (at start, or fetched by a follower that fell behind the leader's log start)
+replaces the image through `reset`, which publishes what differs (`delta.replacement`).
 """
 
 from __future__ import annotations
@@ -47,9 +49,20 @@ class MetadataLoader:
         if delta.image is not self.image:
             raise deltas.DeltaError("the delta was staged on an image that is no longer current")
         self.image = delta.apply()
+        self._publish(delta)
+        return self.image
+
+    def reset(self, image: images.MetadataImage) -> deltas.MetadataDelta:
+        """Replace the current image by ``image`` (a snapshot's, from
+        ``snapshots.load_snapshot``) and publish what differs between the two."""
+        delta = deltas.replacement(self.image, image)
+        self.image = image
+        self._publish(delta)
+        return delta
+
+    def _publish(self, delta: deltas.MetadataDelta) -> None:
         for publisher in self._publishers:
             try:
                 publisher.publish(delta, self.image)
             except Exception:
                 log.exception("metadata publisher %s failed", publisher.name)
-        return self.image

@@ -69,3 +69,15 @@ def test_an_installed_snapshot_replaces_the_log() -> None:
     assert log.end_offset_for_epoch(6) == OffsetAndEpoch(10, 6)
     with pytest.raises(memory_log.LogError):
         log.append_as_follower([raft_log.Entry(12, 7, b"gap")])
+
+
+def test_below_the_first_epoch_the_snapshot_at_the_log_start_answers() -> None:
+    # Kafka's KafkaMetadataLog.endOffsetForEpoch: an epoch between the snapshot's and
+    # the log's first is answered with the snapshot id, not the asked epoch.
+    log = memory_log.MemoryLog()
+    log.install_snapshot(raft_log.SnapshotId(10, 2), b"state")
+    log.append_as_follower([raft_log.Entry(10, 5, b"x"), raft_log.Entry(11, 5, b"y")])
+    assert log.end_offset_for_epoch(3) == OffsetAndEpoch(10, 2)
+    assert log.end_offset_for_epoch(4) == OffsetAndEpoch(10, 2)
+    assert log.end_offset_for_epoch(2) == OffsetAndEpoch(10, 2)
+    assert log.end_offset_for_epoch(5) == OffsetAndEpoch(12, 5)

@@ -107,9 +107,14 @@ class MemoryLog:
         if epoch >= epochs[-1][0]:
             return OffsetAndEpoch(self.end_offset, epochs[-1][0])
         index = bisect.bisect_right(epochs, epoch, key=_epoch_of)  # the first epoch > requested
-        if index == 0:
-            return OffsetAndEpoch(epochs[0][1], epoch)
-        return OffsetAndEpoch(epochs[index][1], epochs[index - 1][0])
+        if index > 0:
+            return OffsetAndEpoch(epochs[index][1], epochs[index - 1][0])
+        snapshot = self._latest_snapshot
+        if snapshot is not None and epochs[0][1] == snapshot.offset and epoch > snapshot.epoch:
+            # Older than the log's first epoch: the snapshot at the log start answers, as
+            # Kafka's KafkaMetadataLog.endOffsetForEpoch does (and replicated_log).
+            return snapshot
+        return OffsetAndEpoch(epochs[0][1], epoch)
 
     def read(self, start: int, max_bytes: int) -> list[Entry]:
         if start < self._start or start > self.end_offset:
