@@ -23,7 +23,15 @@ from typing import Any
 from strom.clock import Clock
 from strom.cluster import delta as deltas
 from strom.cluster import loader as loaders
-from strom.cluster import metadata_log, quorum, raft_driver, records, replicated_log, topics
+from strom.cluster import (
+    metadata_log,
+    quorum,
+    raft_driver,
+    records,
+    replicated_log,
+    snapshots,
+    topics,
+)
 from strom.cluster.raft import actions, store
 from strom.cluster.raft import client as raft_client
 from strom.cluster.raft import config as raft_config
@@ -81,6 +89,9 @@ class MetadataQuorum:
         except BaseException:
             self._log.close()
             raise
+        self._policy = snapshots.SnapshotPolicy.from_settings(settings)
+        # (record bytes committed since the last snapshot, when it was taken)
+        self._since_snapshot = (0, clock.time_ms())
         self.driver = raft_driver.RaftDriver(
             self.client,
             self.channel,
@@ -97,16 +108,50 @@ class MetadataQuorum:
 
     def _apply(self, done: actions.Committed | actions.SnapshotLoaded) -> None:
         if isinstance(done, actions.SnapshotLoaded):
-            raise metadata_log.CorruptMetadataLogError(
-                f"{self.directory}: snapshot {done.snapshot_id} found, and this version of"
-                " Strom does not load metadata snapshots"
-            )
+            # at start, or a follower that fell behind the leader's log start
+            try:
+                image = snapshots.read_image(self.cluster_id, done.state, done.snapshot_id.offset)
+            except snapshots.CorruptSnapshotError as error:
+                raise metadata_log.CorruptMetadataLogError(
+                    f"{self.directory}: snapshot {done.snapshot_id}: {error}"
+                ) from error
+            self._loader.reset(image)
+            self._since_snapshot = (0, self._clock.time_ms())
+            log.info("loaded the metadata snapshot at offset %d", done.snapshot_id.offset)
+            return
         if not done.entries:
             return
         try:
             self._loader.load(self._loader.stage(self._decoded(done.entries)))
         except deltas.DeltaError as error:
             raise metadata_log.CorruptMetadataLogError(f"{self.directory}: {error}") from error
+        written, since_ms = self._since_snapshot
+        self._since_snapshot = (written + sum(len(e.data) for e in done.entries), since_ms)
+        self._maybe_snapshot()
+
+    def _maybe_snapshot(self) -> None:
+        """Snapshot the image once enough was committed since the last snapshot (Kafka's
+        metadata.log.max.record.bytes.between.snapshots / max.snapshot.interval.ms), and
+        delete the log before it."""
+        written, since_ms = self._since_snapshot
+        now = self._clock.time_ms()
+        reason = self._policy.reason(written, now - since_ms)
+        end = self.client.delivered_offset
+        if reason is None or end <= self._log.log_start_offset:
+            return
+        epoch = self._log.entry_epoch(end - 1)
+        if epoch is None:
+            return
+        state = snapshots.write_image(
+            self._loader.image, epoch=epoch, last_contained_timestamp_ms=now
+        )
+        try:
+            snapshot_id = self.client.create_snapshot(end, state)
+        except OSError as error:
+            log.error("cannot write a metadata snapshot in %s: %s", self.directory, error)
+            return
+        self._since_snapshot = (0, now)
+        log.info("wrote metadata snapshot %s (%d bytes, %s)", snapshot_id, len(state), reason)
 
     def _decoded(self, entries: Sequence[Any]) -> Iterator[tuple[int, records.MetadataRecord]]:
         for entry in entries:
