@@ -193,3 +193,55 @@ async def handle_describe_cluster(
             "brokers": _broker_entries(broker, request_context),
         },
     )
+
+
+_CONTROLLERS_ENDPOINT_TYPE = 2
+
+
+async def handle_describe_controllers(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
+    """DescribeCluster on the controller listener, as Kafka's ControllerApis answers it: the
+    quorum's voters at their controller endpoints as the "brokers", the Raft leader as the
+    controller id. Only endpoint type 2 (controllers) is served here: another type gets
+    UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0, which cannot ask for controllers)."""
+    response_type = apis.response_class(request.header.api_key, request.header.api_version)
+    endpoint_type = getattr(request.body, "endpoint_type", _BROKERS_ENDPOINT_TYPE)
+    if endpoint_type != _CONTROLLERS_ENDPOINT_TYPE:
+        return shaping.build(
+            response_type,
+            {
+                "throttle_time": 0,
+                "error_code": (
+                    ErrorCode.invalid_request
+                    if request.header.api_version == 0
+                    else ErrorCode.unsupported_endpoint_type
+                ),
+                "error_message": f"Unsupported endpoint type {endpoint_type}",
+                "endpoint_type": endpoint_type,
+                "cluster_id": broker.image.cluster_id,
+                "controller_id": -1,
+                "brokers": (),
+            },
+        )
+    leader_id = broker.quorum.describe(broker.clock.time_ms()).leader_id
+    return shaping.build(
+        response_type,
+        {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "endpoint_type": endpoint_type,
+            "cluster_id": broker.image.cluster_id,
+            "controller_id": leader_id,
+            "brokers": [
+                {
+                    "broker_id": voter.node_id,
+                    "host": voter.host,
+                    "port": voter.port,
+                    "rack": None,
+                    "is_fenced": False,
+                }
+                for voter in broker.config.quorum.voters
+            ],
+        },
+    )
