@@ -144,6 +144,9 @@ def _closed_port() -> int:
 async def test_lifecycle_rpcs_reach_the_active_controller(cluster: Cluster) -> None:
     controller = cluster.controller()
     epoch = await controller.register_broker(cluster.registration())
+    # Connecting asked ApiVersions: the controller listener advertised its own table.
+    assert cluster.channel.negotiated_version(ACTIVE, apis.ApiKey.BROKER_REGISTRATION) == 4
+    assert cluster.channel.negotiated_version(ACTIVE, apis.ApiKey.PRODUCE) is None
     assert cluster.active.context.image.brokers[SERVED_NODE_ID].epoch == epoch
     answer = await controller.broker_heartbeat(
         SERVED_NODE_ID,

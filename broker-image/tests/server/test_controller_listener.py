@@ -241,7 +241,17 @@ async def test_describe_cluster_on_the_controller_listener_lists_the_voters(
             {**fields, "endpoint_type": 1},
             controller_listener=True,
         )
-        assert brokers.error_code == ErrorCode.unsupported_endpoint_type
+        assert brokers.error_code == ErrorCode.mismatched_endpoint_type
+        unknown_type = await call(
+            broker,
+            apis.ApiKey.DESCRIBE_CLUSTER,
+            1,
+            {**fields, "endpoint_type": 5},
+            controller_listener=True,
+        )
+        assert unknown_type.error_code == ErrorCode.unsupported_endpoint_type
+        on_client_listener = await call(broker, apis.ApiKey.DESCRIBE_CLUSTER, 1, fields)
+        assert on_client_listener.error_code == ErrorCode.mismatched_endpoint_type
         v0 = await call(
             broker,
             apis.ApiKey.DESCRIBE_CLUSTER,

@@ -33,6 +33,7 @@ from strom.cluster import broker_sessions, topics
 
 if TYPE_CHECKING:
     from strom.cluster import controller, controller_channel
+    from strom.server import context
 
 log = logging.getLogger(__name__)
 
@@ -196,9 +197,13 @@ class BrokerLifecycle:
         self.unfenced.clear()
 
 
-if TYPE_CHECKING:  # mypy checks that both controllers are LifecycleControllers
+if TYPE_CHECKING:  # mypy checks the seams: both controllers are LifecycleControllers,
+    # and a ControllerChannel is what BrokerContext.controller_forwarder takes.
 
     def _either(
         local: controller.Controller, remote: controller_channel.ControllerChannel
     ) -> list[LifecycleController]:
         return [local, remote]
+
+    def _forwarder(remote: controller_channel.ControllerChannel) -> context.ControllerForwarder:
+        return remote
