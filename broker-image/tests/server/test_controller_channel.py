@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from strom.clock import SystemClock
 from strom.cluster import broker_sessions, controller_channel, records, topics
 from strom.cluster import image as images
+from strom.config import broker as broker_config
 from strom.config import cluster_id as cluster_ids
 from strom.network import channel as channels
 from strom.protocol import apis, outbound
@@ -362,3 +363,19 @@ async def test_lifecycle_with_the_local_controller_waits_until_ready_and_registe
         assert broker.context.image.brokers[SERVED_NODE_ID].fenced
     finally:
         broker.close()
+
+
+def test_controller_endpoints_are_the_voters_controller_listeners() -> None:
+    config = broker_config.BrokerConfig(
+        {
+            "process.roles": "broker,controller",
+            "node.id": "2",
+            "controller.quorum.voters": "1@c1.example:9093,2@c2.example:9094",
+            "listeners": "PLAINTEXT://:9092,CONTROLLER://:9094",
+            "controller.listener.names": "CONTROLLER",
+        }
+    )
+    resolve = controller_channel.controller_endpoints(config.quorum)
+    assert resolve(1) == ("c1.example", 9093)
+    assert resolve(2) == ("c2.example", 9094)
+    assert resolve(3) is None
