@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader
 from strom.cluster import raft_wire
 from strom.cluster.raft import log as raft_log
 from strom.cluster.raft import messages
-from strom.protocol import apis, guard, outbound, shaping
+from strom.protocol import apis, outbound, shaping
 from strom.records import batches
 
 ERRORS = [
@@ -30,21 +29,8 @@ ERRORS = [
 
 
 def _decode_request(frame: bytes) -> Any:
-    """The server's decoding of a request frame (size prefix included).
-
-    `apis.decode_request` serves only the client listener's APIs; for the quorum APIs
-    this does what it does with kio's reader and the same length guard."""
-    view = memoryview(frame)[4:]
-    header = apis.peek_header(view)
-    if header.api_key == apis.ApiKey.FETCH and apis.is_supported(
-        header.api_key, header.api_version
-    ):
-        return apis.decode_request(view).body
-    schema = load_request_schema(header.api_key, header.api_version)
-    guard.check_request(view, schema.__header_schema__, schema)
-    _, size = entity_reader(schema.__header_schema__)(view, 0)
-    body, _ = entity_reader(schema)(view, size)
-    return body
+    """The controller listener's decoding of a request frame (size prefix included)."""
+    return apis.decode_request(memoryview(frame)[4:], apis.CONTROLLER_VERSIONS).body
 
 
 def _request_round_trip(request: messages.Request, version: int | None = None) -> Any:

@@ -10,6 +10,7 @@ import pytest
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
+from strom.cluster import raft_wire
 from strom.protocol import apis, framing, outbound, shaping
 
 METADATA_FLAGS = {
@@ -248,3 +249,57 @@ def test_frame_buffer_splits_stream_and_refuses_absurd_sizes() -> None:
     negative.feed(struct.pack(">i", -5))
     with pytest.raises(framing.FrameSizeError):
         negative.next_frame()
+
+
+def _heartbeat_frame() -> bytes:
+    return encode_request(
+        apis.ApiKey.BROKER_HEARTBEAT,
+        1,
+        {
+            "broker_id": 2,
+            "broker_epoch": 10,
+            "current_metadata_offset": 12,
+            "want_fence": False,
+            "want_shut_down": False,
+        },
+    )
+
+
+def test_each_listener_decodes_only_its_own_table() -> None:
+    heartbeat = _heartbeat_frame()
+    decoded = apis.decode_request(memoryview(heartbeat), apis.CONTROLLER_VERSIONS)
+    assert decoded.body.current_metadata_offset == 12
+    # A Kafka broker closes the connection of a request for an API not on its listener.
+    with pytest.raises(apis.ProtocolError, match="BROKER_HEARTBEAT is not served on this"):
+        apis.decode_request(memoryview(heartbeat))
+    metadata = encode_request(3, 12, {"topics": None, **METADATA_FLAGS})
+    assert apis.decode_request(memoryview(metadata)).body.topics is None
+    with pytest.raises(apis.ProtocolError, match="METADATA is not served on this listener"):
+        apis.decode_request(memoryview(metadata), apis.CONTROLLER_VERSIONS)
+    patched = struct.pack(">hh", apis.ApiKey.BROKER_HEARTBEAT, 9) + heartbeat[4:]
+    with pytest.raises(apis.UnsupportedVersionError):
+        apis.decode_request(memoryview(patched), apis.CONTROLLER_VERSIONS)
+
+
+def test_the_controller_table_serves_every_version_a_broker_forwards_or_raft_wire_reads() -> None:
+    forwarded = [
+        apis.ApiKey.CREATE_TOPICS,
+        apis.ApiKey.DELETE_TOPICS,
+        apis.ApiKey.CREATE_PARTITIONS,
+        apis.ApiKey.ALTER_CONFIGS,
+        apis.ApiKey.INCREMENTAL_ALTER_CONFIGS,
+    ]
+    for key in forwarded:
+        assert apis.CONTROLLER_VERSIONS[key] == apis.SUPPORTED_VERSIONS[key]
+    for key, version in raft_wire.VERSIONS.items():
+        assert apis.is_supported(key, version, apis.CONTROLLER_VERSIONS)
+        assert outbound.client_versions(key) is not None
+    for key, (low, high) in apis.CONTROLLER_VERSIONS.items():
+        kio_low, kio_high = outbound.client_versions(key) or (0, -1)
+        assert kio_low <= low <= high <= kio_high, key.name
+
+
+def test_unsupported_api_versions_answer_lists_the_listeners_table() -> None:
+    parts = apis.unsupported_api_versions_response(4, apis.CONTROLLER_VERSIONS)
+    _, body = decode_response(18, 0, parts)
+    assert {k.api_key for k in body.api_keys} == {int(k) for k in apis.CONTROLLER_VERSIONS}

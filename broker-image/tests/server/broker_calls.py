@@ -41,12 +41,25 @@ async def create_topic(
 
 
 async def call(
-    broker: broker_module.Broker, api_key: int, version: int, body: dict[str, Any]
+    broker: broker_module.Broker,
+    api_key: int,
+    version: int,
+    body: dict[str, Any],
+    *,
+    controller_listener: bool = False,
 ) -> Any:
-    """Encode as a client would, decode, dispatch, encode the answer, decode it again."""
+    """Encode as a client would, decode, dispatch, encode the answer, decode it again; on
+    a client listener, or on the controller listener with its table and handlers."""
     frame = outbound.encode_request(outbound.Draft(api_key, body).at(version), 3, "t")
-    request = apis.decode_request(memoryview(frame)[4:])
-    response = await dispatch.Dispatcher(broker.context).dispatch(request, "PLAINTEXT", "127.0.0.1")
+    if controller_listener:
+        request = apis.decode_request(memoryview(frame)[4:], apis.CONTROLLER_VERSIONS)
+        dispatcher = dispatch.Dispatcher(broker.context, handlers=dispatch.CONTROLLER_HANDLERS)
+        listener = "CONTROLLER"
+    else:
+        request = apis.decode_request(memoryview(frame)[4:])
+        dispatcher = dispatch.Dispatcher(broker.context)
+        listener = "PLAINTEXT"
+    response = await dispatcher.dispatch(request, listener, "127.0.0.1")
     data = apis.joined(apis.encode_response(3, response))
     response_type = load_response_schema(api_key, version)
     _, header_size = entity_reader(response_type.__header_schema__)(data, 4)

@@ -47,12 +47,22 @@ class ApiKey(enum.IntEnum):
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
     DESCRIBE_QUORUM = 55
+    FETCH_SNAPSHOT = 59
     DESCRIBE_CLUSTER = 60
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    ALLOCATE_PRODUCER_IDS = 67
 
 
-# (min, max) per API: the versions kio has schemas for and our handlers serve.
-SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
+# (min, max) per API served on a listener.
+VersionTable = dict[ApiKey, tuple[int, int]]
+
+# The client listeners' table: the versions kio has schemas for and our handlers serve.
+SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.PRODUCE: (3, 13),
     ApiKey.FETCH: (4, 17),
     ApiKey.LIST_OFFSETS: (1, 10),
@@ -79,6 +89,33 @@ SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_QUORUM: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+}
+
+# What a Kafka 4 controller answers on its controller listener, of what Strom serves there:
+# the quorum's own RPCs (Fetch here is the Raft Fetch of `__cluster_metadata`, decoded by
+# cluster/raft_wire.py, which reads every version kio has), the broker lifecycle RPCs,
+# DescribeQuorum and DescribeCluster (kafka-metadata-quorum.sh --bootstrap-controller and
+# the Admin client's bootstrap-controller mode), and the admin APIs a broker forwards to
+# the active controller. Those take every version the client listener takes, since a
+# broker forwards a client's request unchanged.
+CONTROLLER_VERSIONS: VersionTable = {
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.VOTE: (0, 2),
+    ApiKey.BEGIN_QUORUM_EPOCH: (0, 1),
+    ApiKey.END_QUORUM_EPOCH: (0, 1),
+    ApiKey.FETCH: (4, 18),
+    ApiKey.FETCH_SNAPSHOT: (0, 1),
+    ApiKey.DESCRIBE_QUORUM: (0, 2),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),
+    ApiKey.BROKER_REGISTRATION: (0, 4),
+    ApiKey.BROKER_HEARTBEAT: (0, 1),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.CREATE_TOPICS: SUPPORTED_VERSIONS[ApiKey.CREATE_TOPICS],
+    ApiKey.DELETE_TOPICS: SUPPORTED_VERSIONS[ApiKey.DELETE_TOPICS],
+    ApiKey.CREATE_PARTITIONS: SUPPORTED_VERSIONS[ApiKey.CREATE_PARTITIONS],
+    ApiKey.ALTER_CONFIGS: SUPPORTED_VERSIONS[ApiKey.ALTER_CONFIGS],
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: SUPPORTED_VERSIONS[ApiKey.INCREMENTAL_ALTER_CONFIGS],
+    ApiKey.DESCRIBE_CONFIGS: SUPPORTED_VERSIONS[ApiKey.DESCRIBE_CONFIGS],
 }
 
 _SIZE = struct.Struct(">i")
@@ -113,10 +150,12 @@ class Request:
     body: Any  # the kio request object of header.api_version
 
 
-def is_supported(api_key: int, api_version: int) -> bool:
+def is_supported(
+    api_key: int, api_version: int, versions: VersionTable = SUPPORTED_VERSIONS
+) -> bool:
     try:
-        low, high = SUPPORTED_VERSIONS[ApiKey(api_key)]
-    except ValueError:
+        low, high = versions[ApiKey(api_key)]
+    except (ValueError, KeyError):
         return False
     return low <= api_version <= high
 
@@ -136,17 +175,21 @@ def _request_codec(api_key: int, api_version: int) -> tuple[type[Any], type[Any]
     return header_schema, schema, entity_reader(header_schema), entity_reader(schema)
 
 
-def decode_request(frame: memoryview) -> Request:
-    """Decode a whole request frame (without its size prefix).
+def decode_request(frame: memoryview, versions: VersionTable = SUPPORTED_VERSIONS) -> Request:
+    """Decode a whole request frame (without its size prefix) of an API in `versions`
+    (the listener's table: SUPPORTED_VERSIONS or CONTROLLER_VERSIONS).
 
     Raises ProtocolError for anything that is not a well-formed supported request.
     """
     peeked = peek_header(frame)
-    if not is_supported(peeked.api_key, peeked.api_version):
-        if peeked.api_key in ApiKey.__members__.values():
+    if not is_supported(peeked.api_key, peeked.api_version, versions):
+        if peeked.api_key in versions:
             raise UnsupportedVersionError(
                 f"{ApiKey(peeked.api_key).name} v{peeked.api_version} is not supported"
             )
+        if peeked.api_key in ApiKey.__members__.values():
+            # As Kafka: an API not enabled on this listener closes the connection.
+            raise ProtocolError(f"{ApiKey(peeked.api_key).name} is not served on this listener")
         raise ProtocolError(f"unknown API key {peeked.api_key}")
     header_type, body_type, header_reader, body_reader = _request_codec(
         peeked.api_key, peeked.api_version
@@ -236,14 +279,16 @@ def encode_response(correlation_id: int, response: Any) -> list[bytes | FileRegi
     return parts
 
 
-def api_versions_entries() -> list[dict[str, int]]:
+def api_versions_entries(versions: VersionTable = SUPPORTED_VERSIONS) -> list[dict[str, int]]:
     return [
         {"api_key": int(key), "min_version": low, "max_version": high}
-        for key, (low, high) in sorted(SUPPORTED_VERSIONS.items())
+        for key, (low, high) in sorted(versions.items())
     ]
 
 
-def unsupported_api_versions_response(correlation_id: int) -> list[bytes | FileRegion]:
+def unsupported_api_versions_response(
+    correlation_id: int, versions: VersionTable = SUPPORTED_VERSIONS
+) -> list[bytes | FileRegion]:
     """KIP-511: an ApiVersions request at a version we don't know gets error 35 in a v0
     body listing what we do support, so the client can retry at a version we serve."""
     v0 = load_response_schema(ApiKey.API_VERSIONS, 0)
@@ -251,7 +296,7 @@ def unsupported_api_versions_response(correlation_id: int) -> list[bytes | FileR
         v0,
         {
             "error_code": ErrorCode.unsupported_version,
-            "api_keys": api_versions_entries(),
+            "api_keys": api_versions_entries(versions),
             "throttle_time": 0,
         },
     )

@@ -51,8 +51,11 @@ class KafkaConnection(asyncio.Protocol):
         metrics: broker_metrics.BrokerMetrics,
         on_close: Callable[[KafkaConnection], None],
         request_memory: flow_control.RequestMemory | None = None,
+        *,
+        versions: apis.VersionTable = apis.SUPPORTED_VERSIONS,
     ) -> None:
         self._dispatch = dispatch
+        self._versions = versions  # the listener's table: what this connection decodes
         self._frames = framing.FrameBuffer(max_request_bytes)
         self._metrics = metrics
         self._on_close = on_close
@@ -187,11 +190,13 @@ class KafkaConnection(asyncio.Protocol):
         started = time.perf_counter()
         view = memoryview(frame)
         try:
-            request = apis.decode_request(view)
+            request = apis.decode_request(view, self._versions)
         except apis.UnsupportedVersionError as error:
             header = apis.peek_header(view)
             if header.api_key == apis.ApiKey.API_VERSIONS:
-                await self._send(apis.unsupported_api_versions_response(header.correlation_id))
+                await self._send(
+                    apis.unsupported_api_versions_response(header.correlation_id, self._versions)
+                )
                 return True
             self._fail("unsupported_version", str(error))
             return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from strom.clock import Clock
 from strom.cluster import config_cache, controller, loader, quorum, topics
@@ -53,6 +54,30 @@ class ResolvedTopic:
         return self.topic is None and self.name is None and self.topic_id is not None
 
 
+class QuorumRpc(Protocol):
+    """The Raft driver's server side: answers the quorum requests (Vote, BeginQuorumEpoch,
+    EndQuorumEpoch, the metadata log's Fetch, FetchSnapshot) of the controller listener."""
+
+    async def handle(self, body: Any) -> Any:
+        """The kio response to a decoded kio quorum request, at the request's version."""
+        ...
+
+
+class ControllerForwarder(Protocol):
+    """How a client listener's admin request reaches the active controller when that is
+    another node (Kafka's ForwardingManager)."""
+
+    def is_local(self) -> bool:
+        """This node is the active controller: handle admin requests here."""
+        ...
+
+    async def forward(self, body: Any) -> Any:
+        """Send a decoded kio request unchanged to the active controller and return its
+        kio response. Raises topics.NotControllerError (no controller answered) or
+        topics.MetadataError (the controller timed out) when it cannot."""
+        ...
+
+
 class BrokerContext:
     def __init__(
         self,
@@ -68,6 +93,8 @@ class BrokerContext:
         clock: Clock,
         offsets_topic: OffsetsTopic,
         quorum: quorum.Quorum,
+        quorum_rpc: QuorumRpc | None = None,
+        controller_forwarder: ControllerForwarder | None = None,
     ) -> None:
         self.node_id = node_id
         self._metadata = metadata
@@ -80,6 +107,10 @@ class BrokerContext:
         self.clock = clock
         self.offsets_topic = offsets_topic
         self.quorum = quorum
+        # None: no Raft driver (a quorum of one): quorum requests get a top-level error.
+        self.quorum_rpc = quorum_rpc
+        # None: a single node, which is always the active controller.
+        self.controller_forwarder = controller_forwarder
         self.endpoints: list[Endpoint] = []
 
     @property

@@ -1,4 +1,11 @@
-"""Route a decoded request to the handler of its API family."""
+"""Route a decoded request to the handler of its API family.
+
+Two tables, one per kind of listener, each asserted to handle exactly what its listener
+advertises: HANDLERS for the client listeners (SUPPORTED_VERSIONS), CONTROLLER_HANDLERS
+for the controller listener (CONTROLLER_VERSIONS). The admin APIs a broker forwards to
+the active controller are wrapped by `forwarding.forwarded` in the client table only: on
+the controller listener they are always handled here.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +15,17 @@ from typing import Any
 from strom.protocol import apis
 from strom.server.context import BrokerContext, RequestContext
 from strom.server.handlers import (
+    broker_lifecycle,
     cluster_info,
     configs,
     fetching,
+    forwarding,
     groups,
     offsets,
     producer_ids,
     producing,
     quorum,
+    quorum_rpcs,
     topics,
     versions,
 )
@@ -31,12 +41,14 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.FETCH: fetching.handle_fetch,
     apis.ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,
     apis.ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
-    apis.ApiKey.CREATE_TOPICS: topics.handle_create_topics,
-    apis.ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
-    apis.ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,
+    apis.ApiKey.CREATE_TOPICS: forwarding.forwarded(topics.handle_create_topics),
+    apis.ApiKey.DELETE_TOPICS: forwarding.forwarded(topics.handle_delete_topics),
+    apis.ApiKey.CREATE_PARTITIONS: forwarding.forwarded(topics.handle_create_partitions),
     apis.ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
-    apis.ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
-    apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+    apis.ApiKey.ALTER_CONFIGS: forwarding.forwarded(configs.handle_alter_configs),
+    apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: forwarding.forwarded(
+        configs.handle_incremental_alter_configs
+    ),
     apis.ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
     apis.ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
     apis.ApiKey.JOIN_GROUP: groups.handle_join_group,
@@ -53,11 +65,41 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
 
 assert set(HANDLERS) == set(apis.SUPPORTED_VERSIONS), "advertise exactly what is handled"
 
+CONTROLLER_HANDLERS: dict[apis.ApiKey, Handler] = {
+    apis.ApiKey.API_VERSIONS: versions.api_versions_handler(apis.CONTROLLER_VERSIONS),
+    apis.ApiKey.VOTE: quorum_rpcs.handle_quorum_rpc,
+    apis.ApiKey.BEGIN_QUORUM_EPOCH: quorum_rpcs.handle_quorum_rpc,
+    apis.ApiKey.END_QUORUM_EPOCH: quorum_rpcs.handle_quorum_rpc,
+    apis.ApiKey.FETCH: quorum_rpcs.handle_quorum_rpc,  # the Raft Fetch of the metadata log
+    apis.ApiKey.FETCH_SNAPSHOT: quorum_rpcs.handle_quorum_rpc,
+    apis.ApiKey.DESCRIBE_QUORUM: quorum.handle_describe_quorum,
+    apis.ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_controllers,
+    apis.ApiKey.BROKER_REGISTRATION: broker_lifecycle.handle_broker_registration,
+    apis.ApiKey.BROKER_HEARTBEAT: broker_lifecycle.handle_broker_heartbeat,
+    apis.ApiKey.ALLOCATE_PRODUCER_IDS: broker_lifecycle.handle_allocate_producer_ids,
+    apis.ApiKey.CREATE_TOPICS: topics.handle_create_topics,
+    apis.ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
+    apis.ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,
+    apis.ApiKey.ALTER_CONFIGS: configs.handle_alter_configs,
+    apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+    apis.ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+}
+
+assert set(CONTROLLER_HANDLERS) == set(apis.CONTROLLER_VERSIONS), (
+    "advertise exactly what is handled"
+)
+
 
 class Dispatcher:
-    def __init__(self, broker: BrokerContext) -> None:
+    """Calls the handler of a request's API from `handlers` (HANDLERS: a client listener;
+    CONTROLLER_HANDLERS: the controller listener)."""
+
+    def __init__(
+        self, broker: BrokerContext, *, handlers: dict[apis.ApiKey, Handler] = HANDLERS
+    ) -> None:
         self._broker = broker
+        self._handlers = handlers
 
     async def dispatch(self, request: apis.Request, listener: str, client_host: str) -> Any | None:
-        handler = HANDLERS[apis.ApiKey(request.header.api_key)]
+        handler = self._handlers[apis.ApiKey(request.header.api_key)]
         return await handler(self._broker, request, RequestContext(listener, client_host))

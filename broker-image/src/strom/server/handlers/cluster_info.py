@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _BROKERS_ENDPOINT_TYPE = 1
+_CONTROLLERS_ENDPOINT_TYPE = 2
 
 
 def _broker_entries(broker: BrokerContext, request_context: RequestContext) -> list[dict[str, Any]]:
@@ -180,23 +181,51 @@ async def _auto_create(
             entry["error_code"] = errors[name]
 
 
+def _endpoint_type_refusal(
+    request: apis.Request, endpoint_type: int, served: int
+) -> tuple[ErrorCode, str] | None:
+    """Why a DescribeCluster asking for `endpoint_type` gets no nodes from a listener that
+    serves `served` (Kafka's AuthHelper.computeDescribeClusterResponse), or None."""
+    if endpoint_type == served:
+        return None
+    if request.header.api_version == 0:  # v0 has no endpoint type to get wrong
+        return ErrorCode.invalid_request, f"Unsupported endpoint type {endpoint_type}"
+    if endpoint_type not in (_BROKERS_ENDPOINT_TYPE, _CONTROLLERS_ENDPOINT_TYPE):
+        return ErrorCode.unsupported_endpoint_type, f"Unsupported endpoint type {endpoint_type}"
+    return (
+        ErrorCode.mismatched_endpoint_type,
+        f"The request was sent to an endpoint of type {served}, "
+        f"but we wanted an endpoint of type {endpoint_type}",
+    )
+
+
+def _refused_describe_cluster(
+    broker: BrokerContext, request: apis.Request, endpoint_type: int, refusal: tuple[ErrorCode, str]
+) -> Any:
+    response_type = apis.response_class(request.header.api_key, request.header.api_version)
+    error_code, message = refusal
+    return shaping.build(
+        response_type,
+        {
+            "throttle_time": 0,
+            "error_code": error_code,
+            "error_message": message,
+            "endpoint_type": endpoint_type,
+            "cluster_id": broker.image.cluster_id,
+            "controller_id": -1,
+            "brokers": (),
+        },
+    )
+
+
 async def handle_describe_cluster(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     endpoint_type = getattr(request.body, "endpoint_type", _BROKERS_ENDPOINT_TYPE)
-    if endpoint_type != _BROKERS_ENDPOINT_TYPE:
-        return shaping.build(
-            response_type,
-            {
-                "throttle_time": 0,
-                "error_code": ErrorCode.unsupported_endpoint_type,
-                "error_message": "Only broker endpoints are served by this node",
-                "endpoint_type": endpoint_type,
-                "cluster_id": broker.image.cluster_id,
-                "brokers": (),
-            },
-        )
+    refusal = _endpoint_type_refusal(request, endpoint_type, _BROKERS_ENDPOINT_TYPE)
+    if refusal is not None:
+        return _refused_describe_cluster(broker, request, endpoint_type, refusal)
     return shaping.build(
         response_type,
         {
@@ -206,5 +235,40 @@ async def handle_describe_cluster(
             "cluster_id": broker.image.cluster_id,
             "controller_id": controller_id(broker),
             "brokers": _broker_entries(broker, request_context),
+        },
+    )
+
+
+async def handle_describe_controllers(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
+    """DescribeCluster on the controller listener, as Kafka's ControllerApis answers it: the
+    quorum's voters at their controller endpoints as the "brokers", the Raft leader as the
+    controller id (-1 when unknown). Only endpoint type 2 (controllers) is served here."""
+    endpoint_type = getattr(request.body, "endpoint_type", _BROKERS_ENDPOINT_TYPE)
+    refusal = _endpoint_type_refusal(request, endpoint_type, _CONTROLLERS_ENDPOINT_TYPE)
+    if refusal is not None:
+        return _refused_describe_cluster(broker, request, endpoint_type, refusal)
+    voters = broker.config.quorum.voters
+    leader_id = broker.quorum.describe(broker.clock.time_ms()).leader_id
+    response_type = apis.response_class(request.header.api_key, request.header.api_version)
+    return shaping.build(
+        response_type,
+        {
+            "throttle_time": 0,
+            "error_code": ErrorCode.none,
+            "endpoint_type": endpoint_type,
+            "cluster_id": broker.image.cluster_id,
+            "controller_id": leader_id if leader_id in {v.node_id for v in voters} else -1,
+            "brokers": [
+                {
+                    "broker_id": voter.node_id,
+                    "host": voter.host,
+                    "port": voter.port,
+                    "rack": None,
+                    "is_fenced": False,
+                }
+                for voter in voters
+            ],
         },
     )
