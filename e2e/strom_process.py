@@ -124,6 +124,12 @@ class StromProcess:
 
     def start(self, timeout: float = READY_TIMEOUT_S) -> None:
         """Start the broker and wait until /readyz answers 200."""
+        self.launch()
+        self.wait_ready(timeout)
+
+    def launch(self) -> None:
+        """Start the process without waiting for it (nodes of a cluster wait for each other
+        before they are ready: start them all, then wait_ready each)."""
         assert not self.running, "broker is already running"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.starts += 1
@@ -138,7 +144,6 @@ class StromProcess:
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         live.append(self)
-        self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout

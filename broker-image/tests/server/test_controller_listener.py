@@ -199,6 +199,11 @@ async def _call_vote(broker: broker_module.Broker) -> Any:
 async def test_quorum_rpcs_go_to_the_raft_driver_or_fail_as_a_whole(
     broker: broker_module.Broker,
 ) -> None:
+    # the broker's own Raft driver refuses a peer of another cluster as a whole
+    foreign = await _call_vote(broker)
+    assert foreign.error_code == ErrorCode.inconsistent_cluster_id
+
+    broker.context.quorum_rpc = None
     without_driver = await _call_vote(broker)
     assert without_driver.error_code == ErrorCode.unknown_server_error
 

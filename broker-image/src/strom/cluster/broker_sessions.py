@@ -120,6 +120,9 @@ class BrokerSessions:
         elif broker.fenced and caught_up:
             changes.append(records.UnfenceBrokerRecord(id=i32(node_id), epoch=i64(broker.epoch)))
             fenced = False
+        if want_shut_down:
+            # the incarnation is leaving: its next one may register at once
+            del self._last_contact[node_id]
         return changes, HeartbeatAnswer(caught_up, fenced, should_shut_down=want_shut_down)
 
     def expired(self, image: images.MetadataImage, now_ms: int) -> list[records.MetadataRecord]:
@@ -127,7 +130,9 @@ class BrokerSessions:
         heard from gets a session from now (a new controller does not fence at once)."""
         fences: list[records.MetadataRecord] = []
         for node_id, broker in image.brokers.items():
+            if broker.fenced:
+                continue  # no session to keep (a broker that left must not hold its id)
             self._last_contact.setdefault(node_id, now_ms)
-            if not broker.fenced and not self._alive(node_id, now_ms):
+            if not self._alive(node_id, now_ms):
                 fences.append(records.FenceBrokerRecord(id=i32(node_id), epoch=i64(broker.epoch)))
         return fences

@@ -289,7 +289,8 @@ class Controller:
                     partition_id=i32(index),
                     topic_id=topic_id,
                     replicas=tuple(i32(r) for r in replicas),
-                    isr=tuple(i32(r) for r in replicas),
+                    # Until followers replicate (issue 13) only the leader is in sync.
+                    isr=(i32(replicas[0]),),
                     leader=i32(replicas[0]),
                     leader_epoch=i32(0),
                     partition_epoch=i32(0),

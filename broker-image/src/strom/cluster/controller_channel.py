@@ -189,6 +189,9 @@ class ControllerChannel:
         retried like a disconnect."""
         return await self._send(body, type(body).__name__, timeout_s)
 
+    async def close(self) -> None:
+        await self._channel.close()
+
     # Sending -------------------------------------------------------------------------
 
     async def _send(self, request: Any, api_name: str, timeout_s: float | None = None) -> Any:

@@ -74,6 +74,7 @@ class RaftDriver:
         self._task: asyncio.Task[None] | None = None
         self.failure: BaseException | None = None
         self._last_storage_warning = float("-inf")
+        self._stopping = False
 
     # What the broker reads ---------------------------------------------------------------
 
@@ -137,7 +138,9 @@ class RaftDriver:
 
     async def stop(self, *, resign: bool = True) -> None:
         """Stop polling; a leader first tells the voters (EndQuorumEpoch) so that another
-        is elected at once rather than after a fetch timeout."""
+        is elected at once rather than after a fetch timeout. Requests still waiting for
+        an answer get an error at once."""
+        self._stopping = True
         if resign and self._task is not None and not self._task.done():
             self._execute(self.client.resign(self._clock.time_ms()))
             if self._sends:
@@ -148,6 +151,8 @@ class RaftDriver:
                 await self._task
         for task in list(self._sends):
             task.cancel()
+        for answer in self._answers.values():
+            answer.cancel()
         for _, _, waiter in self._commit_waiters:
             if not waiter.done():
                 waiter.set_exception(topics.NotControllerError("the node is shutting down"))
@@ -162,7 +167,7 @@ class RaftDriver:
 
     async def _run(self) -> None:
         try:
-            while True:
+            while not self._stopping:
                 try:
                     done = self.client.poll(self._clock.time_ms())
                 except OSError as error:
@@ -174,8 +179,11 @@ class RaftDriver:
                 delay_ms = self.client.next_wakeup_ms() - self._clock.time_ms()
                 if delay_ms > 0:
                     self._wake.clear()
+                    # asyncio.timeout, not wait_for: 3.11's wait_for loses a cancellation
+                    # that arrives as the wait ends, and the wake event is set all the time
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._wake.wait(), delay_ms / 1000)
+                        async with asyncio.timeout(delay_ms / 1000):
+                            await self._wake.wait()
                 else:
                     await asyncio.sleep(0)
         except asyncio.CancelledError:
@@ -284,6 +292,8 @@ class RaftDriver:
         """Answer a quorum request (a decoded kio request) that came in on the controller
         listener: the kio response at the request's version."""
         version = int(type(body).__version__)
+        if self._stopping:
+            return raft_wire.error_response(body, ErrorCode.broker_not_available)
         cluster_id = getattr(body, "cluster_id", None)
         if cluster_id is not None and cluster_id != self._cluster_id:
             log.warning(
@@ -309,6 +319,10 @@ class RaftDriver:
                 response = await asyncio.wait_for(answer, timeout_s)
             except TimeoutError:
                 return raft_wire.error_response(body, ErrorCode.request_timed_out)
+            except asyncio.CancelledError:
+                if not self._stopping:
+                    raise
+                return raft_wire.error_response(body, ErrorCode.broker_not_available)
         finally:
             self._answers.pop((source, correlation_id), None)
         return raft_wire.response_to_kio(response, version)

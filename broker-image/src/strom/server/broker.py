@@ -12,11 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import uuid
 
 from strom.clock import Clock, SystemClock
 from strom.cluster import (
+    broker_sessions,
     config_cache,
     controller,
+    controller_channel,
     identity,
     loader,
     metadata_quorum,
@@ -29,16 +32,26 @@ from strom.config import broker as broker_config
 from strom.coordinator import group as group_model
 from strom.coordinator import groups as group_coordinator
 from strom.coordinator import offsets_log, producer_ids
+from strom.network import channel as channels
+from strom.protocol import apis
 from strom.records import batches
 from strom.replication import replica_manager
+from strom.server import cluster_control, context, dispatch, flow_control, http, lifecycle
 from strom.server import connection as connections
-from strom.server import context, dispatch, flow_control, http
 from strom.server import metrics as broker_metrics
 
 log = logging.getLogger(__name__)
 
 # Session and rebalance timeouts are checked this often.
 GROUP_TICK_S = 0.1
+# The active controller looks for brokers whose session expired this often.
+FENCE_CHECK_S = 0.5
+# A starting broker says it still waits to be unfenced this often.
+UNFENCE_LOG_EVERY_S = 10
+# How long a stopping broker asks the controller to let it go (controlled shutdown).
+CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
+# Kafka's SecurityProtocol ids, as RegisterBrokerRecord carries them.
+_SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
 
 class Broker:
@@ -67,9 +80,27 @@ class Broker:
             lambda: self.configs.broker,
             self.replicas,
         )
+        # How this node reaches the active controller when that is another node (None: a
+        # quorum of one, always its own controller).
+        self.controller_channel: controller_channel.ControllerChannel | None = None
+        if not config.quorum.is_single_node:
+            self.controller_channel = controller_channel.ControllerChannel(
+                channels.TcpChannel(
+                    controller_channel.controller_endpoints(config.quorum),
+                    clock=self.clock,
+                    settings=channels.ChannelSettings(client_id=f"broker-{self.node_id}"),
+                ),
+                self.metadata_log.active_controller,
+                node_id=self.node_id,
+                clock=self.clock,
+            )
+        self.metadata_watch = cluster_control.MetadataWatch(self.metadata, self.clock)
+        self.cluster_control = cluster_control.ClusterControl(
+            self.controller, self.controller_channel, self.metadata_watch
+        )
         self.offsets_topic = context.OffsetsTopic(
             self.metadata,
-            self.controller,
+            self.cluster_control,
             partitions=config.offsets_topic_num_partitions,
             replication_factor=config.offsets_topic_replication_factor,
             segment_bytes=config.offsets_topic_segment_bytes,
@@ -93,7 +124,7 @@ class Broker:
             ),
         )
         self.producer_ids = producer_ids.ProducerIdManager(
-            lambda: self.controller.allocate_producer_ids(self.node_id)
+            lambda: self.cluster_control.allocate_producer_ids(self.node_id)
         )
         self.context = context.BrokerContext(
             node_id=config.node_id,
@@ -107,13 +138,22 @@ class Broker:
             clock=self.clock,
             offsets_topic=self.offsets_topic,
             quorum=self.metadata_log,
+            quorum_rpc=self.metadata_log,
+            controller_forwarder=self.controller_channel,
+            cluster_control=self.cluster_control,
         )
+        self.lifecycle: lifecycle.BrokerLifecycle | None = None
         self._servers: list[asyncio.Server] = []
+        self._controller_servers: list[asyncio.Server] = []
         self._connections: set[connections.KafkaConnection] = set()
+        self._controller_connections: set[connections.KafkaConnection] = set()
         self._request_memory = flow_control.RequestMemory(config.queued_max_request_bytes)
         self._http: http.HttpServer | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._dispatcher = dispatch.Dispatcher(self.context)
+        self._controller_dispatcher = dispatch.Dispatcher(
+            self.context, handlers=dispatch.CONTROLLER_HANDLERS
+        )
         self.loaded = False
         self.ready = False
         self.metrics.watch_logs(self._log_rows)
@@ -139,6 +179,7 @@ class Broker:
         self.metadata.add_publisher(self.configs)
         self.metadata.add_publisher(self.replicas)
         self.metadata.add_publisher(_GroupsForgetTopics(self.groups, self.clock))
+        self.metadata.add_publisher(self.metadata_watch)
         self.groups.load(self.clock.time_ms())
         if self.offsets_topic.partition_count() is not None:
             log.info(
@@ -202,9 +243,11 @@ class Broker:
     # Lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        # The other voters reach this node's quorum before it has caught up: first.
+        await self._open_controller_listeners()
         if not self.loaded:
             await self.load()
-        loop = asyncio.get_running_loop()
         advertised_by_name = {a.name: a for a in self.config.advertised_listeners}
         for listener in self.config.client_listeners:
             try:
@@ -234,6 +277,8 @@ class Broker:
             host, port = self.config.metrics_listener
             self._http = http.HttpServer(self, host, port)
             await self._http.start()
+        await self._join_cluster()
+        self._tasks.append(loop.create_task(self._fence_expired_brokers()))
         self._tasks.append(loop.create_task(self.replicas.run_maintenance()))
         self._tasks.append(loop.create_task(self._run_group_timers()))
         if self.config.get_bool("log.cleaner.enable"):
@@ -246,19 +291,91 @@ class Broker:
             len(self.replicas),
         )
 
+    async def _open_controller_listeners(self) -> None:
+        if not self.config.quorum.is_controller:
+            return
+        loop = asyncio.get_running_loop()
+        for listener in self.config.controller_listeners:
+            try:
+                server = await loop.create_server(
+                    lambda name=listener.name: self._new_connection(name, controller=True),
+                    host=listener.bind_host,
+                    port=listener.port,
+                    reuse_address=True,
+                )
+            except OSError as error:
+                raise OSError(f"listeners: cannot listen on {listener}: {error}") from error
+            self._controller_servers.append(server)
+            log.info("controller listener on %s", listener)
+
+    async def _join_cluster(self) -> None:
+        """Register with the active controller and heartbeat; serve once unfenced (the
+        controller unfences a broker that has caught up with the metadata log)."""
+        protocols = {
+            listener.name: listener.security_protocol for listener in self.config.client_listeners
+        }
+        registration = broker_sessions.Registration(
+            node_id=self.node_id,
+            cluster_id=self.metadata.image.cluster_id,
+            incarnation_id=uuid.uuid4(),
+            endpoints=tuple(
+                images.BrokerEndpoint(
+                    e.listener, e.host, e.port, _SECURITY_PROTOCOLS.get(protocols[e.listener], 0)
+                )
+                for e in self.context.endpoints
+            ),
+            rack=self.config.broker_rack,
+        )
+        self.lifecycle = lifecycle.BrokerLifecycle(
+            self.controller_channel or self.controller,
+            registration,
+            metadata_offset=lambda: self.metadata.image.offset,
+            clock=self.clock,
+            heartbeat_interval_ms=self.config.quorum.broker_heartbeat_interval_ms,
+        )
+        self.lifecycle.start()
+        waited = 0
+        while True:
+            try:
+                await asyncio.wait_for(self.lifecycle.unfenced.wait(), UNFENCE_LOG_EVERY_S)
+                return
+            except TimeoutError:
+                waited += UNFENCE_LOG_EVERY_S
+                log.info(
+                    "broker %d waits to be unfenced by the active controller (%s) for %d s",
+                    self.node_id,
+                    self.metadata_log.active_controller(),
+                    waited,
+                )
+
+    async def _fence_expired_brokers(self) -> None:
+        while True:
+            await self.clock.sleep(FENCE_CHECK_S)
+            if not self.metadata_log.is_active_controller():
+                continue
+            try:
+                await self.controller.fence_expired_brokers(self.clock.time_ms())
+            except topics.MetadataError as error:
+                log.debug("fencing expired brokers: %s", error)
+
     def _cleaner_pass(self, removed: int) -> None:
         self.metrics.cleaner_records_removed.inc(removed)
         self.metrics.cleaner_passes.inc()
 
-    def _new_connection(self, listener_name: str) -> connections.KafkaConnection:
+    def _new_connection(
+        self, listener_name: str, *, controller: bool = False
+    ) -> connections.KafkaConnection:
+        dispatcher = self._controller_dispatcher if controller else self._dispatcher
+        tracked = self._controller_connections if controller else self._connections
         connection = connections.KafkaConnection(
-            dispatch=lambda request, peer: self._dispatcher.dispatch(request, listener_name, peer),
+            dispatch=lambda request, peer: dispatcher.dispatch(request, listener_name, peer),
             max_request_bytes=self.config.socket_request_max_bytes,
             metrics=self.metrics,
-            on_close=self._connections.discard,
+            on_close=tracked.discard,
             request_memory=self._request_memory,
+            versions=apis.CONTROLLER_VERSIONS if controller else apis.SUPPORTED_VERSIONS,
         )
-        self._connections.add(connection)
+        tracked.add(connection)
         return connection
 
     async def _run_group_timers(self) -> None:
@@ -297,7 +414,17 @@ class Broker:
         if self._http is not None:
             await self._http.stop()
         await self.groups.drain()
+        if self.lifecycle is not None:
+            await self.lifecycle.shut_down(CONTROLLED_SHUTDOWN_TIMEOUT_S)
         await self.metadata_log.stop()
+        if self.controller_channel is not None:
+            await self.controller_channel.close()
+        for server in self._controller_servers:
+            server.close()
+        await asyncio.gather(
+            *(c.drain_and_close() for c in list(self._controller_connections)),
+            return_exceptions=True,
+        )
         self.close()
         log.info("Strom broker %d stopped cleanly", self.node_id)
 

@@ -19,6 +19,7 @@ from strom.coordinator import groups as group_coordinator
 from strom.coordinator import producer_ids as producer_id_manager
 from strom.replication import partition as partitions
 from strom.replication import replica_manager
+from strom.server import cluster_control as cluster_control_module
 from strom.server import metrics as broker_metrics
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -95,6 +96,7 @@ class BrokerContext:
         quorum: quorum.Quorum,
         quorum_rpc: QuorumRpc | None = None,
         controller_forwarder: ControllerForwarder | None = None,
+        cluster_control: cluster_control_module.ClusterControl | None = None,
     ) -> None:
         self.node_id = node_id
         self._metadata = metadata
@@ -111,6 +113,10 @@ class BrokerContext:
         self.quorum_rpc = quorum_rpc
         # None: a single node, which is always the active controller.
         self.controller_forwarder = controller_forwarder
+        # The broker's own metadata changes (auto-created topics), wherever the controller is.
+        self.cluster_control = cluster_control or cluster_control_module.ClusterControl(
+            controller, None, cluster_control_module.MetadataWatch(metadata, clock)
+        )
         self.endpoints: list[Endpoint] = []
 
     @property
@@ -148,7 +154,7 @@ class OffsetsTopic:
     def __init__(
         self,
         metadata: loader.MetadataLoader,
-        control: controller.Controller,
+        control: cluster_control_module.ClusterControl,
         *,
         partitions: int,
         replication_factor: int,

@@ -122,7 +122,13 @@ class BrokerLifecycle:
             return False
         deadline = self._clock.monotonic() + timeout_s
         while True:
-            answer = await self._heartbeat(want_shut_down=True)
+            remaining = deadline - self._clock.monotonic()
+            try:
+                answer = await asyncio.wait_for(
+                    self._heartbeat(want_shut_down=True), max(remaining, 0.001)
+                )
+            except TimeoutError:
+                answer = None
             if answer is not None and answer.should_shut_down:
                 log.info("the controller let broker %d shut down", self.node_id)
                 return True
@@ -140,7 +146,9 @@ class BrokerLifecycle:
                 await self._clock.sleep(self._retry_backoff_s)
                 continue
             await self._heartbeat(want_shut_down=False)
-            await self._clock.sleep(self._interval_s)
+            # Kafka's broker heartbeats at once while it waits to be unfenced (starting up)
+            fenced = self._ready and not self.unfenced.is_set()
+            await self._clock.sleep(self._retry_backoff_s if fenced else self._interval_s)
 
     async def _register(self) -> bool:
         try:

@@ -96,6 +96,11 @@ class Context:
             return True
         state = self.quorum.state
         leaderless = states.UnattachedState | states.ProspectiveState | states.CandidateState
-        if known is not None and isinstance(state, leaderless):
+        # A Prospective that left this very leader (it stopped answering) keeps standing:
+        # Kafka's hasLeader(). Following it again on hearsay from another follower would
+        # reset the election each time, and two followers of a dead leader that time out
+        # together would send each other back to it forever.
+        stood_against = isinstance(state, states.ProspectiveState) and state.leader_id == known
+        if known is not None and isinstance(state, leaderless) and not stood_against:
             self.quorum.to_follower(epoch, known, now_ms)
         return True

@@ -43,6 +43,14 @@ class Elections:
 
     def advance_election(self, now_ms: int) -> None:
         state = self.quorum.state
+        if (
+            isinstance(state, states.ProspectiveState)
+            and state.votes.lost
+            and state.leader_id is not None
+        ):
+            # the majority still has that leader (Kafka: a lost pre-vote goes back to it)
+            self.quorum.to_follower(state.epoch, state.leader_id, now_ms)
+            return
         if isinstance(state, states.ProspectiveState) and state.votes.won:
             candidate = self.quorum.to_candidate(now_ms)
             self.request_votes(candidate.votes, candidate.epoch, pre_vote=False)

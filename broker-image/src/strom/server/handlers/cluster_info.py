@@ -43,11 +43,11 @@ def _broker_entry(node_id: int, host: str, port: int, rack: str | None) -> dict[
 
 
 def controller_id(broker: BrokerContext) -> int:
-    """The active controller when it is a live broker (combined mode), else this node:
-    clients only use it to send admin requests, which any broker forwards."""
-    active = broker.quorum.active_controller()
-    live = {registered.node_id for registered in broker.image.live_brokers()}
-    return active if active is not None and active in live else broker.node_id
+    """What clients are told is the controller: this broker, as Kafka's KRaft brokers
+    name a live broker rather than the quorum leader. Clients send it their admin
+    requests and it forwards them to the active controller; naming the quorum leader
+    would leave a client waiting on a dead node until the image fences it."""
+    return broker.node_id
 
 
 def topic_entry(topic: images.TopicImage) -> dict[str, Any]:
@@ -151,7 +151,7 @@ async def _auto_create(
         if allow_auto_create and broker.config.auto_create_topics_enable:
             creatable.append(name)
     if creatable:
-        outcomes = await broker.controller.create_topics(
+        outcomes = await broker.cluster_control.create_topics(
             [controller.NewTopic(name) for name in creatable]
         )
         for outcome in outcomes:
