@@ -36,7 +36,7 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.API_VERSIONS: versions.handle_api_versions,
     apis.ApiKey.METADATA: cluster_info.handle_metadata,
     apis.ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
-    apis.ApiKey.DESCRIBE_QUORUM: quorum.handle_describe_quorum,
+    apis.ApiKey.DESCRIBE_QUORUM: forwarding.forwarded(quorum.handle_describe_quorum),
     apis.ApiKey.PRODUCE: producing.handle_produce,
     apis.ApiKey.FETCH: fetching.handle_fetch,
     apis.ApiKey.LIST_OFFSETS: offsets.handle_list_offsets,

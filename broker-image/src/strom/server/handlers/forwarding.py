@@ -101,6 +101,8 @@ def failed_response(request: apis.Request, code: ErrorCode, message: str) -> Any
             }
             for resource in body.resources
         ]
+    elif api_key == apis.ApiKey.DESCRIBE_QUORUM:
+        fields.update(error_code=code, error_message=message, topics=(), nodes=())
     else:
         raise ValueError(f"{api_key.name} is not forwarded to the controller")
     response_type = apis.response_class(request.header.api_key, request.header.api_version)

@@ -28,16 +28,22 @@ async def handle_describe_quorum(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     quorum = broker.quorum.describe(broker.clock.time_ms())
+    # Only the leader knows the voters' progress (Kafka's KafkaRaftClient answers
+    # NOT_LEADER_OR_FOLLOWER elsewhere; a broker forwards the request to the leader).
+    leading = quorum.leader_id == broker.node_id
     topics = []
     for topic in request.body.topics:
         partitions = []
         for wanted in topic.partitions:
             index = int(wanted.partition_index)
             known = topic.topic_name == metadata_log.METADATA_TOPIC and index == 0
+            error = ErrorCode.none if known else ErrorCode.unknown_topic_or_partition
+            if known and not leading:
+                error, known = ErrorCode.not_leader_or_follower, False
             partitions.append(
                 {
                     "partition_index": index,
-                    "error_code": ErrorCode.none if known else ErrorCode.unknown_topic_or_partition,
+                    "error_code": error,
                     "error_message": None,
                     "leader_id": quorum.leader_id if known else -1,
                     "leader_epoch": quorum.leader_epoch if known else -1,
@@ -48,14 +54,31 @@ async def handle_describe_quorum(
             )
         topics.append({"topic_name": topic.topic_name, "partitions": partitions})
     voters = {voter.node_id for voter in quorum.voters}
-    nodes = [
-        {
-            "node_id": broker.node_id,
-            "listeners": [
-                {"name": e.listener, "host": e.host, "port": e.port} for e in broker.endpoints
-            ],
-        }
-    ]
+    settings = broker.config.quorum
+    if settings.controller_listener_name is not None:
+        # the voters where the quorum reaches them: their controller listeners
+        nodes = [
+            {
+                "node_id": voter.node_id,
+                "listeners": [
+                    {
+                        "name": settings.controller_listener_name,
+                        "host": voter.host,
+                        "port": voter.port,
+                    }
+                ],
+            }
+            for voter in settings.voters
+        ]
+    else:  # a quorum of one without a controller listener serves it on its own
+        nodes = [
+            {
+                "node_id": broker.node_id,
+                "listeners": [
+                    {"name": e.listener, "host": e.host, "port": e.port} for e in broker.endpoints
+                ],
+            }
+        ]
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     return shaping.build(
         response_type,
@@ -63,6 +86,6 @@ async def handle_describe_quorum(
             "error_code": ErrorCode.none,
             "error_message": None,
             "topics": topics,
-            "nodes": nodes if broker.node_id in voters else (),
+            "nodes": nodes if broker.node_id in voters and leading else (),
         },
     )
