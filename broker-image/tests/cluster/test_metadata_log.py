@@ -84,3 +84,26 @@ async def test_a_broker_refuses_a_metadata_log_whose_records_do_not_apply(tmp_pa
             await broker.load()
     finally:
         broker.close()
+
+
+async def test_a_broker_refuses_bytes_that_are_not_metadata_records_naming_the_offset(
+    tmp_path: Path,
+) -> None:
+    from strom.config import broker as broker_config
+    from strom.server import broker as broker_module
+
+    log = metadata_log.LocalMetadataLog(tmp_path, lambda: NOW)
+    await log.append([topic("a")])
+    data = bytearray(batches.build_batch([(None, b"\x01\x63\x00junk", [], NOW)]))
+    headers = batches.validate_produce_batches(memoryview(data), len(data))
+    log._log.append(data, headers, leader_epoch=0, now_ms=NOW)
+    log._log.flush()
+    log.close()
+    broker = broker_module.Broker(broker_config.BrokerConfig({"log.dirs": str(tmp_path)}))
+    try:
+        with pytest.raises(
+            metadata_log.CorruptMetadataLogError, match=r"__cluster_metadata-0.*offset 1"
+        ):
+            await broker.load()
+    finally:
+        broker.close()

@@ -1,10 +1,9 @@
 """The metadata log: where committed metadata records live, behind one interface.
 
-On a single node it is `LocalMetadataLog`: the partition log ``__cluster_metadata-0`` in
-the first log directory (Kafka's ``metadata.log.dir`` default), written with the
-storage layer like any partition, one batch per controller operation, fsynced before
-the append returns, so a record the controller reports is on disk. In a quorum the
-Raft log serves the same interface: `append` returns once the records are committed.
+The broker's is the Raft quorum's (`metadata_quorum.MetadataQuorum`): `append` returns
+once the records are committed and applied to the image. `LocalMetadataLog` is the
+partition log ``__cluster_metadata-0`` without a quorum (one fsynced batch per controller
+operation, read back with `read_committed`), on which the controller's unit tests run.
 """
 
 from __future__ import annotations
@@ -48,10 +47,6 @@ class CorruptMetadataLogError(Exception):
 class MetadataLog(Protocol):
     async def append(self, entries: Sequence[records.MetadataRecord]) -> int:
         """Make `entries` durable and committed, in order; the offset of the last."""
-        ...
-
-    def read_committed(self) -> Iterator[tuple[int, records.MetadataRecord]]:
-        """Every committed record from the start, with its offset."""
         ...
 
     def close(self) -> None: ...

@@ -168,10 +168,6 @@ class MetadataQuorum:
         encoded = [records.encode(entry) for entry in entries]
         return await self.driver.append(encoded, self.settings.request_timeout_ms / 1000)
 
-    def read_committed(self) -> Iterator[tuple[int, records.MetadataRecord]]:
-        # The image is built from what the driver applies; nothing reads the log twice.
-        return iter(())
-
     # Quorum ----------------------------------------------------------------------------
 
     def describe(self, now_ms: int) -> quorum.QuorumDescription:
