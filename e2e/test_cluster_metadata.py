@@ -266,3 +266,35 @@ def test_a_rolling_restart_loses_no_metadata(tmp_path: Path) -> None:
             )
     finally:
         cluster.stop()
+
+
+def test_a_node_that_missed_the_log_catches_up_from_a_snapshot(tmp_path: Path) -> None:
+    # Snapshots every ~4 KB of records, so the leader deletes the log a stopped node needs.
+    cluster = StromCluster(
+        tmp_path, overrides={"metadata.log.max.record.bytes.between.snapshots": "4096"}
+    )
+    cluster.start()
+    try:
+        cluster.nodes[3].stop()
+        for n in range(30):
+            create(cluster, 1, NewTopic(f"while-away-{n}", 3, 2))
+        leader = active_controller(cluster, [1, 2])
+        metadata_dir = cluster.nodes[leader].log_dir / "__cluster_metadata-0"
+        assert list(metadata_dir.glob("*.checkpoint")), "the leader wrote no snapshot"
+        cluster.nodes[3].start()
+        names = {f"while-away-{n}" for n in range(30)}
+        wait_until(
+            lambda: names <= set(metadata(cluster, 3).topics),
+            30,
+            "the restarted node lists every topic made while it was away",
+        )
+        assert "loaded the metadata snapshot" in cluster.nodes[3].log_tail(200_000)
+        # and takes replicas again
+        create(cluster, 2, NewTopic("after-return", 3, 3))
+        wait_until(
+            lambda: len(list(cluster.nodes[3].log_dir.glob("after-return-*"))) == 3,
+            30,
+            "the returned node hosts its replicas of a new topic",
+        )
+    finally:
+        cluster.stop()
