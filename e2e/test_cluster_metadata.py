@@ -238,6 +238,12 @@ def test_killing_the_active_controller_elects_another_that_serves_within_5s(
         assert took < 5.0, f"a topic was created {took:.1f} s after the controller died"
         new_leader = active_controller(cluster, survivors)
         assert new_leader != killed
+        # no heartbeat for broker.session.timeout.ms (9 s): fenced, gone from Metadata
+        wait_until(
+            lambda: killed not in metadata(cluster, survivors[1]).brokers,
+            30,
+            f"broker {killed} is fenced and no longer listed",
+        )
         # the killed node comes back and catches up with what happened without it
         cluster.nodes[killed].start()
         everyone_sees(cluster, "after", 3)
