@@ -3,8 +3,10 @@ deleted with their topic, handed new configs, and prepared in bulk before a comm
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,39 @@ async def test_a_disk_error_while_preparing_removes_what_was_made(node: Node) ->
     with pytest.raises(topics.StorageFailedError):
         await node.replicas.prepare_logs([("bulk", index) for index in range(1000)])
     assert node.dirs() == set()
+
+
+async def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within 10 s: {what}")
+        await asyncio.sleep(0.01)
+
+
+async def test_replicas_placed_here_by_another_controller_are_made_off_the_event_loop(
+    node: Node,
+) -> None:
+    topic_id = uuid.uuid4()
+    node.commit(
+        records.TopicRecord(name="big", topic_id=topic_id),
+        *(partition(topic_id, index, (1, 2)) for index in range(600)),
+    )
+    # the publish returned before the logs exist: they are made in worker threads
+    assert node.replicas.partition("big", 599) is None
+    await wait_for(lambda: len(node.replicas) == 600, "all 600 replicas served")
+    served = node.replicas.partition("big", 599)
+    assert served is not None and served.is_leader
+    assert len([d for d in node.dirs() if d.startswith("big-")]) == 600
+
+
+async def test_a_topic_deleted_while_its_logs_are_made_leaves_nothing(node: Node) -> None:
+    topic_id = uuid.uuid4()
+    node.commit(
+        records.TopicRecord(name="gone", topic_id=topic_id),
+        *(partition(topic_id, index, (1,)) for index in range(600)),
+    )
+    node.commit(records.RemoveTopicRecord(topic_id=topic_id))
+    await wait_for(lambda: not node.replicas._creating, "the creation finished")
+    assert node.replicas.partition("gone", 0) is None
+    assert not [d for d in node.dirs() if d.startswith("gone-")]

@@ -48,6 +48,10 @@ class ReplicaManager:
         self._now_ms = clock.time_ms
         self._on_storage_error = on_storage_error
         self._partitions: dict[PartitionKey, partitions.Partition] = {}
+        # the latest image published, and the replicas whose logs are being made
+        self._image = images.MetadataImage("")
+        self._creating: set[PartitionKey] = set()
+        self._creations: set[asyncio.Task[None]] = set()
 
     # Lookups ---------------------------------------------------------------------------
 
@@ -64,6 +68,7 @@ class ReplicaManager:
 
     def load(self, image: images.MetadataImage) -> None:
         """Recover the logs found on disk and serve those the image places here."""
+        self._image = image
         self.logs.load_all(self._configs.log_config)
         for topic, state in image.partitions_of(self.node_id):
             self._serve(topic, state)
@@ -90,18 +95,25 @@ class ReplicaManager:
     # Metadata publisher ----------------------------------------------------------------
 
     def publish(self, delta: deltas.MetadataDelta, image: images.MetadataImage) -> None:
+        self._image = image
         for removed in delta.removed_topics.values():
             self._remove_topic(removed)
+        to_create: list[PartitionKey] = []
         for topic_id, indexes in delta.changed_partitions.items():
             topic = image.topic_by_id(topic_id)
             if topic is None:
                 continue
             for index in sorted(indexes):
                 state = topic.partitions[index]
-                if self.node_id in state.replicas:
-                    self._serve(topic, state)
-                else:
+                key = (topic.name, index)
+                if self.node_id not in state.replicas:
                     self._stop_serving(topic.name, index, delete=True)
+                elif key in self._partitions or self.logs.get(*key) is not None:
+                    self._serve(topic, state)
+                elif key not in self._creating:
+                    to_create.append(key)
+        if to_create:
+            self._create_then_serve(to_create)
         if delta.changed_broker_configs:
             for topic in image.topics.values():
                 self._apply_config(topic)
@@ -119,8 +131,51 @@ class ReplicaManager:
         partition = self._partitions.pop((topic, index), None)
         if partition is not None:
             partition.close_waiters()
-        if delete:
+        if delete and (topic, index) not in self._creating:  # else removed once created
             self.logs.delete_partition(topic, index)
+
+    # Logs of new replicas placed here by another node's controller ---------------------
+
+    def _create_then_serve(self, keys: list[PartitionKey]) -> None:
+        """Create the logs in worker threads and serve them once made: a follower applying
+        a big CreateTopics must not stop the event loop (its Raft fetches, heartbeats and
+        clients) for seconds. Until then the partitions answer as not hosted here."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # replayed outside the event loop (a test): at once
+            for key in keys:
+                self._serve_current(key)
+            return
+        self._creating.update(keys)
+        task = loop.create_task(self._create_in_threads(keys))
+        self._creations.add(task)
+        task.add_done_callback(self._creations.discard)
+
+    async def _create_in_threads(self, keys: list[PartitionKey]) -> None:
+        try:
+            for start in range(0, len(keys), CREATE_BATCH):
+                chunk = keys[start : start + CREATE_BATCH]
+                try:
+                    await asyncio.to_thread(self.logs.create_many, chunk, self._configs.log_config)
+                except OSError as error:
+                    self._on_storage_error(error)
+                    log.error("cannot create the logs of %d replica(s): %s", len(chunk), error)
+                    return
+                for key in chunk:
+                    self._creating.discard(key)
+                    self._serve_current(key)
+        finally:
+            self._creating.difference_update(keys)
+
+    def _serve_current(self, key: PartitionKey) -> None:
+        """Serve a replica as the latest image has it, or remove its log if the image no
+        longer places it here (deleted while its log was being made)."""
+        state = self._image.partition(*key)
+        topic = self._image.topics.get(key[0])
+        if topic is not None and state is not None and self.node_id in state.replicas:
+            self._serve(topic, state)
+        elif key not in self._partitions and self.logs.get(*key) is not None:
+            self.logs.delete_partition(*key)
 
     def _apply_config(self, topic: images.TopicImage) -> None:
         config = self._configs.log_config(topic.name)
@@ -231,6 +286,8 @@ class ReplicaManager:
         return all(swapped)
 
     def close(self) -> None:
+        for task in self._creations:
+            task.cancel()
         for partition in self._partitions.values():
             partition.close_waiters()
         self._partitions.clear()
