@@ -76,6 +76,10 @@ def settings_document(plan: Plan, run_dir: Path) -> dict[str, Any]:
         "static quorum (controller.quorum.voters), one node per JVM",
         "c2_kafka_jvm_options": list(brokers.KAFKA_CLUSTER_JVM_OPTIONS),
         "c2_strom_cluster": clusters.STROM_CLUSTER.__name__,
+        # node 1's settings on top of strom_overrides (ports: free ones, chosen per cluster)
+        "c2_strom_node_overrides": brokers.strom_cluster_overrides(
+            0, 0, node_id=1, voters="1@127.0.0.1:C1,2@...,3@...", cluster_id="<new per cluster>"
+        ),
         "units": "MB = 2^20 bytes, as Kafka's tools count; MiB of resident memory",
     }
 
