@@ -71,6 +71,25 @@ def strom_overrides(
     }
 
 
+def strom_cluster_overrides(
+    port: int, controller_port: int, *, node_id: int, voters: str, cluster_id: str
+) -> dict[str, str]:
+    """What a node of a Strom cluster adds to `strom_overrides`: combined mode (broker and
+    controller) with a controller listener of its own, one static quorum and one cluster id,
+    as `strom-dev-cluster` and e2e's StromCluster set them (Kafka's property names)."""
+    return {
+        "node.id": str(node_id),
+        "process.roles": "broker,controller",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.quorum.voters": voters,
+        "cluster.id": cluster_id,
+        "offsets.topic.replication.factor": "1",
+    }
+
+
 def kafka_quorum_voters(controller_ports: Sequence[int]) -> str:
     """controller.quorum.voters of nodes 1..N on loopback: `1@127.0.0.1:P1,2@127.0.0.1:P2`."""
     return ",".join(f"{n}@127.0.0.1:{port}" for n, port in enumerate(controller_ports, start=1))
@@ -194,11 +213,26 @@ class StromBroker(Broker):
     kind = STROM
 
     def __init__(
-        self, groups: process_groups.ProcessGroups, work_dir: Path, segment_bytes: int
+        self,
+        groups: process_groups.ProcessGroups,
+        work_dir: Path,
+        segment_bytes: int,
+        *,
+        controller_port: int | None = None,
+        node_id: int = 1,
+        voters: str | None = None,
+        cluster_id: str | None = None,
     ) -> None:
+        """A single node by default; a cluster's node passes its node.id, controller port,
+        the quorum's voters and the cluster id (see strom_cluster_overrides)."""
         super().__init__(groups, work_dir)
         self.metrics_port = process_groups.free_port()
         self.overrides = strom_overrides(self.port, self.metrics_port, self.data_dir, segment_bytes)
+        if controller_port is not None:
+            assert voters is not None and cluster_id is not None
+            self.overrides |= strom_cluster_overrides(
+                self.port, controller_port, node_id=node_id, voters=voters, cluster_id=cluster_id
+            )
 
     def argv(self) -> list[str]:
         argv = [strom_server_command()]

@@ -76,41 +76,46 @@ def settings_document(plan: Plan, run_dir: Path) -> dict[str, Any]:
         "static quorum (controller.quorum.voters), one node per JVM",
         "c2_kafka_jvm_options": list(brokers.KAFKA_CLUSTER_JVM_OPTIONS),
         "c2_strom_cluster": clusters.STROM_CLUSTER.__name__,
+        # node 1's settings on top of strom_overrides (ports: free ones, chosen per cluster)
+        "c2_strom_node_overrides": brokers.strom_cluster_overrides(
+            0, 0, node_id=1, voters="1@127.0.0.1:C1,2@...,3@...", cluster_id="<new per cluster>"
+        ),
         "units": "MB = 2^20 bytes, as Kafka's tools count; MiB of resident memory",
     }
 
 
-def run_comparison(plan: Plan, results_dir: Path, keep_run_dir: bool) -> int:
+def run_comparison(plan: Plan, results_dir: Path, keep_run_dir: bool, only_c2: bool = False) -> int:
+    """Every round runs Strom's turn, then Kafka's; `only_c2` runs C2 alone in each of the
+    plan's first c2_rounds rounds (the other figures are then not measured)."""
     started = time.monotonic()
     timestamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     run_dir = BENCH_DIR / "run" / timestamp
     run_dir.mkdir(parents=True)
     machine_info = machine.describe(run_dir, java_tools.java_version())
     rounds: dict[str, list[dict[str, float]]] = {side: [] for side in brokers.SIDES}
-    cluster_sizes: dict[str, int | None] = dict.fromkeys(brokers.SIDES)
     errors: list[str] = []
     with process_groups.ProcessGroups() as groups:
-        template = run_dir / "kafka-formatted"
+        template: Path | None = None
+        if not only_c2:
+            template = run_dir / "kafka-formatted"
+            brokers.format_kafka_storage(groups, template, plan.segment_bytes)
         cluster_templates: tuple[Path, ...] = ()
-        if plan.c2_rounds:
+        if plan.c2_rounds:  # C2's nodes: formatted side by side, a cluster id of their own
             cluster_templates = tuple(clusters.kafka_cluster_templates(run_dir / "kafka-cluster"))
-        brokers.format_kafka_storage(groups, template, plan.segment_bytes)
-        if cluster_templates:  # C2's nodes: formatted side by side, a cluster id of their own
             brokers.format_kafka_storages(groups, cluster_templates, plan.segment_bytes)
         for round_no in range(1, plan.rounds + 1):
             for kind in brokers.SIDES:
-                turn = workloads.run_turn(
-                    workloads.Turn(
-                        kind, round_no, plan, groups, run_dir, template, cluster_templates
-                    )
+                turn = workloads.Turn(
+                    kind, round_no, plan, groups, run_dir, template, cluster_templates
                 )
+                if only_c2:
+                    workloads.run_c2(turn)
+                else:
+                    workloads.run_turn(turn)
                 rounds[kind].append(turn.values)
                 errors += turn.errors
-                if turn.cluster_brokers is not None:
-                    cluster_sizes[kind] = turn.cluster_brokers
     machine_info["load_average_end"] = machine.load_average()
-    note = clusters.comparison_note(cluster_sizes[brokers.STROM], cluster_sizes[brokers.KAFKA])
-    results = figures.build_figures(rounds, notes=dict.fromkeys(figures.CLUSTER_FIGURES, note))
+    results = figures.build_figures(rounds)
     document = report.json_document(
         timestamp=timestamp,
         mode=plan.mode,
@@ -158,18 +163,29 @@ def main(argv: list[str]) -> int:
     parser.add_argument(
         "--keep-run-dir", action="store_true", help="keep broker and tool logs (bench/run/)"
     )
+    parser.add_argument(
+        "--only-c2",
+        action="store_true",
+        help="run C2 alone (topic creation on 3-node clusters), in the mode's C2 rounds",
+    )
     args = parser.parse_args(argv)
     plan = PLANS[args.mode]
+    if args.only_c2:
+        if not plan.c2_rounds:
+            parser.error(f"{plan.mode} runs no C2")
+        plan = dataclasses.replace(plan, rounds=plan.c2_rounds)
     if args.rounds is not None:
         if args.rounds < 1:
             parser.error("--rounds must be at least 1")
         plan = dataclasses.replace(plan, rounds=args.rounds)
+    if args.only_c2:  # C2 in every round
+        plan = dataclasses.replace(plan, c2_rounds=plan.rounds)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     java_tools.install_peer()
     try:
         if plan.mode == "profile":
             return run_profile(plan, args.results_dir)
-        return run_comparison(plan, args.results_dir, args.keep_run_dir)
+        return run_comparison(plan, args.results_dir, args.keep_run_dir, args.only_c2)
     except (brokers.BrokerFailed, java_tools.ToolFailed, profiling.ProfileFailed) as e:
         print(f"benchmark failed: {e}", file=sys.stderr)
         return 1

@@ -5,12 +5,11 @@ Kafka's side is a 3-node KRaft cluster in combined mode (`kafka_cluster`): three
 the bench's jars, each with its own ports, log dir and node.id, one static quorum
 (controller.quorum.voters) and storage formatted with one cluster id.
 
-Strom's side is pluggable: `STROM_CLUSTER` is the factory C2 uses. Strom cannot run a
-quorum yet, so today it is `single_strom_broker` and the report says so beside the figures
-(`comparison_note`). When `strom-dev-cluster --brokers 3` lands, add one function here with
-the `ClusterFactory` signature (for instance N `StromBroker`-like nodes started from their
-property files, or one object wrapping the launcher) and point `STROM_CLUSTER` at it; the
-note then goes away by itself because both sides report 3 brokers.
+Strom's side is the same shape (`three_strom_brokers`, the `STROM_CLUSTER` factory C2
+uses): three strom-server processes in combined mode, each with its own client, controller
+and metrics ports, log dir and node.id, one static quorum and one cluster id, the settings
+`strom-dev-cluster` writes. Both sides are started whole, then checked ready the same way
+(an admin client sees all three brokers), so C2's figures compare like with like.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from typing import Protocol
 from strom_bench import brokers, java_tools, process_groups
 
 KAFKA_CLUSTER_BROKERS = 3
+STROM_CLUSTER_BROKERS = 3
 
 
 class Cluster(Protocol):
@@ -135,25 +135,41 @@ def kafka_cluster(
     return NodesCluster(brokers.KAFKA, nodes)
 
 
-def single_strom_broker(
+def strom_cluster(
+    groups: process_groups.ProcessGroups,
+    work_dir: Path,
+    segment_bytes: int,
+    size: int = STROM_CLUSTER_BROKERS,
+) -> NodesCluster:
+    """`size` strom-server processes in combined mode (broker and controller, node.id 1..N),
+    each in `work_dir/nodeN` with its own client, controller and metrics ports and log dir,
+    one static quorum (controller.quorum.voters) and one cluster id: the settings
+    `strom-dev-cluster` writes, on free loopback ports. Started together (a node serves
+    once a majority of the quorum is up), ready when an admin client sees all of them."""
+    controller_ports = [process_groups.free_port() for _ in range(size)]
+    voters = brokers.kafka_quorum_voters(controller_ports)  # the same format on both sides
+    cluster_id = brokers.kafka_cluster_id()  # as strom.config.cluster_id makes them
+    nodes: list[brokers.Broker] = [
+        brokers.StromBroker(
+            groups,
+            work_dir / f"node{node_id}",
+            segment_bytes,
+            controller_port=controller_ports[node_id - 1],
+            node_id=node_id,
+            voters=voters,
+            cluster_id=cluster_id,
+        )
+        for node_id in range(1, size + 1)
+    ]
+    return NodesCluster(brokers.STROM, nodes)
+
+
+def three_strom_brokers(
     groups: process_groups.ProcessGroups, work_dir: Path, segment_bytes: int
 ) -> Cluster:
-    """Strom's side of C2 until Strom runs a quorum: one strom-server, as in the other
-    workloads (see comparison_note)."""
-    node = brokers.StromBroker(groups, work_dir / "node1", segment_bytes)
-    return NodesCluster(brokers.STROM, [node])
+    """Strom's side of C2: a 3-node quorum in combined mode, like Kafka's side."""
+    return strom_cluster(groups, work_dir, segment_bytes, STROM_CLUSTER_BROKERS)
 
 
-# The factory C2 uses for Strom: replace with a 3-node one when `strom-dev-cluster` lands.
-STROM_CLUSTER: ClusterFactory = single_strom_broker
-
-
-def comparison_note(strom_brokers: int | None, kafka_brokers: int | None) -> str | None:
-    """What the report says beside a cluster figure when the two sides did not run the same
-    number of brokers (None when they did, or when a side did not run)."""
-    if strom_brokers is None or kafka_brokers is None or strom_brokers == kafka_brokers:
-        return None
-    strom = f"{strom_brokers} broker{'s' if strom_brokers != 1 else ''}"
-    if strom_brokers < kafka_brokers:
-        strom += " until the quorum lands"
-    return f"Strom: {strom}; Kafka: {kafka_brokers}-node KRaft"
+# The factory C2 uses for Strom.
+STROM_CLUSTER: ClusterFactory = three_strom_brokers

@@ -41,9 +41,7 @@ _P1 = Target(">=", 0.8)
 _C1 = Target(">=", 1.0)
 _L1 = Target("<=", 2.0)
 _M1 = Target("<=", 0.5)
-_C2 = Target("<=", 1.0)
-# C2's figures compare clusters: a side that ran fewer brokers gets a note (see clusters).
-CLUSTER_FIGURES = ("C2-100x10", "C2-10k")
+_C2 = Target("<=", 1.0)  # both sides 3-node clusters (see clusters)
 
 SPECS: tuple[FigureSpec, ...] = (
     FigureSpec("P1-1KiB", "MB/s", HIGHER, "produce 1 KiB records, 6 partitions, acks=1", _P1),
@@ -94,9 +92,6 @@ class Figure:
     spec: FigureSpec
     strom: Summary | None
     kafka: Summary | None
-    # Set when the two sides did not measure like for like (C2: Strom on fewer brokers than
-    # Kafka): the ratio is still the medians', but the target is not judged.
-    note: str | None = None
 
     @property
     def ratio(self) -> float | None:
@@ -108,7 +103,7 @@ class Figure:
     @property
     def meets_target(self) -> bool | None:
         ratio = self.ratio
-        if self.spec.target is None or ratio is None or self.note:
+        if self.spec.target is None or ratio is None:
             return None
         return self.spec.target.met_by(ratio)
 
@@ -126,22 +121,17 @@ class Figure:
         }
         if self.spec.pending:
             data["pending"] = self.spec.pending
-        if self.note:
-            data["note"] = self.note
         return data
 
 
 def build_figures(
     rounds: Mapping[str, Sequence[Mapping[str, float]]],
     specs: Sequence[FigureSpec] = SPECS,
-    notes: Mapping[str, str | None] | None = None,
 ) -> list[Figure]:
     """One Figure per spec from each side's rounds ({"strom": [{id: value}, ...], "kafka": ...}).
 
     A round that lost a figure (its workload failed) just contributes no value to it.
-    `notes` ({figure id: note}) marks figures whose sides were not alike.
     """
-    notes = notes or {}
 
     def summary(side: str, figure_id: str) -> Summary | None:
         values = [r[figure_id] for r in rounds.get(side, ()) if figure_id in r]
@@ -150,6 +140,6 @@ def build_figures(
     return [
         Figure(spec, None, None)
         if spec.pending
-        else Figure(spec, summary("strom", spec.id), summary("kafka", spec.id), notes.get(spec.id))
+        else Figure(spec, summary("strom", spec.id), summary("kafka", spec.id))
         for spec in specs
     ]

@@ -21,11 +21,20 @@ KILL_WAIT_S = 10.0
 POLL_INTERVAL_S = 0.05
 
 
+_given_ports: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A TCP port on 127.0.0.1 that nothing listens on right now, and never one this process
+    handed out before: a cluster's ports are all chosen before any node binds them, and the
+    kernel may offer a port again as soon as its probe socket is closed."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
 
 
 def log_tail(path: Path, chars: int = 4000) -> str:

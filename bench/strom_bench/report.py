@@ -11,7 +11,6 @@ from strom_bench.figures import Figure, Summary
 
 PENDING = "pending"
 NOT_MEASURED = "n/a"
-NOT_JUDGED = "not judged"
 
 
 def format_value(value: float) -> str:
@@ -42,10 +41,6 @@ def format_ratio(ratio: float | None) -> str:
 def target_cell(figure: Figure) -> str:
     if figure.spec.pending:
         return figure.spec.pending
-    if figure.note:
-        if figure.spec.target is None:
-            return figure.note
-        return f"{figure.spec.target}: {NOT_JUDGED} ({figure.note})"
     if figure.spec.target is None:
         return ""
     verdict = {True: "met", False: "missed", None: NOT_MEASURED}[figure.meets_target]

@@ -8,8 +8,7 @@ topic with a few records spread over it, SIGTERM timed to exit (S1-stop), then a
 timed to ready (S1-start): /readyz answering 200 for Strom, an admin client seeing the node
 for Kafka, as ``wait_ready`` does.
 Then, in the first ``c2_rounds`` rounds, C2 on a cluster of its own (see ``run_c2``): a
-3-node KRaft cluster for Kafka, ``clusters.STROM_CLUSTER`` for Strom (one broker until Strom
-runs a quorum).
+3-node KRaft cluster for Kafka, ``clusters.STROM_CLUSTER`` (a 3-node Strom quorum) for Strom.
 A failed workload is recorded and leaves its figures out of this round; a dead broker ends
 the turn.
 """
@@ -59,7 +58,6 @@ class Turn:
     kafka_cluster_templates: tuple[Path, ...] = ()  # C2's nodes, formatted (node.id 1..N)
     values: dict[str, float] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
-    cluster_brokers: int | None = None  # how many brokers C2 ran on, once it started
 
     @property
     def label(self) -> str:
@@ -181,7 +179,6 @@ def run_c2(turn: Turn) -> None:
     try:
         cluster.start()
         cluster.wait_ready(tools)
-        turn.cluster_brokers = cluster.size
         small = tools.create_topics_timing(
             cluster.bootstrap,
             C2_SMALL_TOPICS,

@@ -1,10 +1,9 @@
-"""The C2 cluster set-up and its report note: pure parts, no broker starts here."""
+"""The C2 cluster set-up and its figures: pure parts, no broker starts here."""
 
 from pathlib import Path
 
 import pytest
 from strom_bench import brokers, clusters, figures, java_tools, plan, process_groups, report
-from strom_bench.figures import Summary
 
 
 def test_quorum_voters_number_the_nodes_from_one() -> None:
@@ -53,22 +52,50 @@ def test_kafka_cluster_nodes_have_their_own_ports_dirs_and_ids(tmp_path: Path) -
     assert cluster.bootstrap == ",".join(f"127.0.0.1:{n.port}" for n in nodes)
 
 
-def test_strom_side_is_one_broker_until_the_quorum_lands(tmp_path: Path) -> None:
+def test_strom_side_is_a_three_node_quorum_like_kafkas(tmp_path: Path) -> None:
+    assert clusters.STROM_CLUSTER is clusters.three_strom_brokers
     with process_groups.ProcessGroups() as groups:
-        cluster = clusters.STROM_CLUSTER(groups, tmp_path, 1 << 30)
+        cluster = clusters.STROM_CLUSTER(groups, tmp_path / "c2", 1 << 30)
     assert cluster.kind == brokers.STROM
-    assert cluster.size == 1
-    assert cluster.bootstrap.startswith("127.0.0.1:")
-
-
-def test_comparison_note() -> None:
-    assert (
-        clusters.comparison_note(1, 3)
-        == "Strom: 1 broker until the quorum lands; Kafka: 3-node KRaft"
+    assert cluster.size == clusters.KAFKA_CLUSTER_BROKERS == 3
+    assert isinstance(cluster, clusters.NodesCluster)
+    nodes = [node for node in cluster.nodes if isinstance(node, brokers.StromBroker)]
+    assert len(nodes) == 3
+    settings = [n.overrides for n in nodes]
+    assert [s["node.id"] for s in settings] == ["1", "2", "3"]
+    assert all(s["process.roles"] == "broker,controller" for s in settings)
+    assert all(s["controller.listener.names"] == "CONTROLLER" for s in settings)
+    assert all(
+        s["listener.security.protocol.map"] == "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        for s in settings
     )
-    assert clusters.comparison_note(3, 3) is None
-    assert clusters.comparison_note(None, 3) is None
-    assert clusters.comparison_note(1, None) is None
+    assert len({s["controller.quorum.voters"] for s in settings}) == 1
+    assert len({s["cluster.id"] for s in settings}) == 1
+    assert len(settings[0]["cluster.id"]) == 22
+    controller_ports = [int(s["listeners"].rsplit(":", 1)[1]) for s in settings]
+    assert settings[0]["controller.quorum.voters"] == brokers.kafka_quorum_voters(controller_ports)
+    for node, s in zip(nodes, settings, strict=True):
+        assert s["listeners"].startswith(f"PLAINTEXT://127.0.0.1:{node.port},CONTROLLER://")
+        assert s["advertised.listeners"] == f"PLAINTEXT://127.0.0.1:{node.port}"
+        assert s["log.dirs"] == str(node.data_dir)
+        assert s["metrics.listener"] == f"http://127.0.0.1:{node.metrics_port}"
+    ports = {n.port for n in nodes} | {n.metrics_port for n in nodes} | set(controller_ports)
+    assert len(ports) == 9  # every port its own, though all are chosen before any bind
+    assert len({n.data_dir for n in nodes}) == 3
+    assert cluster.bootstrap == ",".join(f"127.0.0.1:{n.port}" for n in nodes)
+
+
+def test_a_single_strom_broker_has_no_quorum_settings(tmp_path: Path) -> None:
+    with process_groups.ProcessGroups() as groups:
+        node = brokers.StromBroker(groups, tmp_path, 1 << 30)
+    assert node.overrides["node.id"] == "1"
+    assert "controller.quorum.voters" not in node.overrides
+    assert "process.roles" not in node.overrides
+
+
+def test_free_ports_are_never_handed_out_twice() -> None:
+    ports = [process_groups.free_port() for _ in range(50)]
+    assert len(set(ports)) == 50
 
 
 def test_c2_figure_ids_match_the_specs() -> None:
@@ -78,8 +105,7 @@ def test_c2_figure_ids_match_the_specs() -> None:
     small = workloads.c2_figure_id(full.c2_topics, full.c2_topic_partitions)
     big = workloads.c2_figure_id(1, full.c2_big_partitions)
     assert (small, big) == ("C2-100x10", "C2-10k")
-    assert (small, big) == figures.CLUSTER_FIGURES
-    for figure_id in figures.CLUSTER_FIGURES:
+    for figure_id in (small, big):
         spec = figures.SPECS_BY_ID[figure_id]
         assert (spec.unit, spec.better, str(spec.target)) == ("s", figures.LOWER, "<= 1")
     # one request per 5,000 partitions: Kafka refuses a topic of 10,000 in one request
@@ -95,43 +121,32 @@ def _c2_rounds() -> dict[str, list[dict[str, float]]]:
     }
 
 
-def test_a_noted_figure_keeps_its_ratio_but_is_not_judged() -> None:
-    note = clusters.comparison_note(1, 3)
-    results = figures.build_figures(
-        _c2_rounds(), notes=dict.fromkeys(figures.CLUSTER_FIGURES, note)
-    )
+def test_c2_figures_are_judged() -> None:
+    results = figures.build_figures(_c2_rounds())
     by_id = {f.spec.id: f for f in results}
     c2 = by_id["C2-100x10"]
-    assert c2.note == note
     assert c2.ratio == 0.6
-    assert c2.meets_target is None
+    assert c2.meets_target is True
     data = c2.to_json()
-    assert data["note"] == note
-    assert data["meets_target"] is None
+    assert data["meets_target"] is True
     assert data["ratio"] == 0.6
-    assert "note" not in by_id["P1-1KiB"].to_json()
+    assert "note" not in data
     rows = {
         line.split(" | ")[0].removeprefix("| "): line
         for line in report.markdown_table(results).splitlines()[2:]
     }
     assert rows["C2-100x10"] == (
-        "| C2-100x10 | s | 0.600 (0.500-0.700) | 1.00 (1.00-1.00) | 0.60 | lower "
-        "| <= 1: not judged (Strom: 1 broker until the quorum lands; Kafka: 3-node KRaft) |"
+        "| C2-100x10 | s | 0.600 (0.500-0.700) | 1.00 (1.00-1.00) | 0.60 | lower | <= 1: met |"
     )
     assert rows["C2-10k"].startswith("| C2-10k | s | 4.50 (4.00-5.00) | 15.0 (10.0-20.0) | 0.30 |")
-
-
-def test_without_a_note_the_target_is_judged() -> None:
-    by_id = {f.spec.id: f for f in figures.build_figures(_c2_rounds())}
-    assert by_id["C2-10k"].note is None
-    assert by_id["C2-10k"].meets_target is True
     assert report.target_cell(by_id["C2-10k"]) == "<= 1: met"
 
 
-def test_a_note_without_a_target_is_the_whole_cell() -> None:
-    spec = figures.FigureSpec("X", "s", figures.LOWER, "x")
-    figure = figures.Figure(spec, Summary.of([1.0]), Summary.of([2.0]), note="unlike")
-    assert report.target_cell(figure) == "unlike"
+def test_a_slower_strom_cluster_misses_the_target() -> None:
+    rounds = {"strom": [{"C2-10k": 12.0}], "kafka": [{"C2-10k": 10.0}]}
+    by_id = {f.spec.id: f for f in figures.build_figures(rounds)}
+    assert by_id["C2-10k"].meets_target is False
+    assert report.target_cell(by_id["C2-10k"]) == "<= 1: missed"
 
 
 def test_create_topics_timing_json_line() -> None:
