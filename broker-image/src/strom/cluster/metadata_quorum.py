@@ -40,6 +40,12 @@ from strom.network import channel as channels
 
 log = logging.getLogger(__name__)
 
+# How long a controller operation waits for its records to commit: a leader that cannot
+# reach a majority resigns well before (check-quorum, 1.5 fetch timeouts), which fails the
+# wait with NOT_CONTROLLER; this bounds a leader that keeps its majority but is slow
+# (Kafka's admin requests time out after 30 s, request.timeout.ms).
+COMMIT_TIMEOUT_S = 30.0
+
 
 def raft_settings(settings: quorum_config.QuorumSettings) -> raft_config.RaftConfig:
     return raft_config.RaftConfig(
@@ -166,7 +172,7 @@ class MetadataQuorum:
 
     async def append(self, entries: Sequence[records.MetadataRecord]) -> int:
         encoded = [records.encode(entry) for entry in entries]
-        return await self.driver.append(encoded, self.settings.request_timeout_ms / 1000)
+        return await self.driver.append(encoded, COMMIT_TIMEOUT_S)
 
     # Quorum ----------------------------------------------------------------------------
 

@@ -350,8 +350,24 @@ class RaftDriver:
                     action.epoch,
                     self.node_id,
                 )
+                if action.leader_id != self.node_id:
+                    self._fail_commit_waiters()
                 self._on_leader_change(action.leader_id, action.epoch)
                 self._notify()
+
+    def _fail_commit_waiters(self) -> None:
+        """This node no longer leads: what it appended may or may not commit under the
+        next leader, so its callers hear NOT_CONTROLLER now rather than wait (Kafka's
+        controller fails its pending operations when it renounces)."""
+        waiters, self._commit_waiters = self._commit_waiters, []
+        for _, _, waiter in waiters:
+            if not waiter.done():
+                waiter.set_exception(
+                    topics.NotControllerError(
+                        f"node {self.node_id} lost the leadership of the metadata quorum"
+                        " before the change was committed; it may still take effect"
+                    )
+                )
 
     def _notify(self) -> None:
         self._changed.set()
