@@ -35,10 +35,11 @@ from kio.schema.describe_quorum.v2.request import (
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
+from strom.config import cluster_id as cluster_ids
 from strom.protocol import apis, outbound
 from strom.records import batches
 from strom_cluster import StromCluster
-from strom_process import StromProcess
+from strom_process import StromProcess, free_port
 from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -356,4 +357,93 @@ def test_a_lost_majority_refuses_changes_retriably_and_keeps_serving_reads(
         for node_id, each in cluster.nodes.items():
             lists_all(each, {"with-majority"}, f"node {node_id}")
     finally:
+        cluster.stop()
+
+
+# 3. Bad configurations across nodes ------------------------------------------------------
+
+
+def start_some(cluster: StromCluster, good: list[int]) -> None:
+    for node in cluster.nodes.values():
+        node.launch()
+    for node_id in good:
+        cluster.nodes[node_id].wait_ready()
+
+
+def test_a_node_of_another_cluster_id_is_refused_and_never_ready(tmp_path: Path) -> None:
+    cluster = StromCluster(tmp_path)
+    stranger = cluster.nodes[3]
+    other_id = cluster_ids.new_cluster_id()
+    stranger.overrides["cluster.id"] = other_id
+    start_some(cluster, [1, 2])
+    try:
+        create_until_done(cluster.nodes[1], NewTopic("without-the-stranger", 1, 1), 20)
+        message = f"from cluster {cluster.cluster_id}: this node is in cluster {other_id}"
+        wait_until(
+            lambda: message in log_of(stranger), 20, f"node 3 logs that it refused {message}"
+        )
+        assert stranger.running and not ready(stranger)
+        for node_id in (1, 2):
+            quorum = describe_quorum(cluster.nodes[node_id])
+            assert quorum.leader in (1, 2) and quorum.ends.get(3, -1) in (-1, 0), quorum
+    finally:
+        stranger.kill()
+        cluster.stop()
+
+
+def test_a_second_process_with_a_node_id_in_use_is_refused_registration(
+    tmp_path: Path,
+) -> None:
+    cluster = StromCluster(tmp_path)
+    cluster.start()
+    first = cluster.nodes[2]
+    settings = dict(first.overrides)
+    port = free_port()
+    settings["listeners"] = f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{free_port()}"
+    settings["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{port}"
+    twin = StromProcess(tmp_path / "twin", overrides=settings, port=port)
+    twin.launch()
+    try:
+        wait_until(
+            lambda: "duplicate" in log_of(twin).lower() or not twin.running,
+            20,
+            "the second node 2 is refused",
+        )
+        assert not ready(twin)
+        assert first.running and ready(first)
+        assert "broker 2 could not register" in log_of(twin)
+        create_until_done(cluster.nodes[1], NewTopic("with-the-first", 1, 1), 20)
+        listed = admin(cluster.nodes[1]).list_topics(timeout=REQUEST_TIMEOUT_S)
+        assert listed.brokers[2].port == first.port
+    finally:
+        twin.kill()
+        cluster.stop()
+
+
+def test_a_node_with_another_voter_list_does_not_form_another_quorum(tmp_path: Path) -> None:
+    """What the broker does today: node 3, configured as a quorum of its own ({3}), elects
+    itself in epoch 1 and nodes 1 and 2 (voters {1,2,3}) follow it, so there is one leader
+    and one history, but that leader commits without the others (its majority is itself).
+    Nothing refuses the mismatch (Kafka's INCONSISTENT_VOTER_SET): see the report."""
+    cluster = StromCluster(tmp_path)
+    odd = cluster.nodes[3]
+    voters = odd.overrides["controller.quorum.voters"].split(",")
+    odd.overrides["controller.quorum.voters"] = voters[2]  # {3}: a quorum of its own
+    start_some(cluster, [1, 2])
+    try:
+        create_until_done(cluster.nodes[1], NewTopic("after-start", 1, 1), 20)
+        deadline = time.monotonic() + 5
+        seen = set()
+        while time.monotonic() < deadline:
+            for node_id, node in cluster.nodes.items():
+                quorum = quorum_or_none(node)
+                if quorum is not None:
+                    seen.add((node_id, quorum.leader, quorum.epoch, tuple(sorted(quorum.ends))))
+            time.sleep(0.2)
+        print(sorted(seen))
+        leaders = {(leader, epoch) for _, leader, epoch, _ in seen if leader != -1}
+        epochs = {epoch for _, epoch in leaders}
+        assert len(leaders) == len(epochs), f"two leaders in one epoch: {sorted(seen)}"
+    finally:
+        odd.kill()
         cluster.stop()
