@@ -11,10 +11,19 @@ from strom.network import clock
 from strom.protocol import outbound
 
 
-async def send(port: int, request: outbound.Draft, api_version: int | None = None) -> Any:
-    """The broker's response to `request` (at `api_version`, else the highest both know)."""
-    channel = channel_module.TcpChannel({1: ("127.0.0.1", port)}.get, clock=clock.SystemClock())
+async def send(
+    port: int,
+    request: outbound.Draft | Any,
+    api_version: int | None = None,
+    *,
+    host: str = "127.0.0.1",
+    timeout_s: float | None = None,
+) -> Any:
+    """The broker's response to `request` (a Draft at `api_version`, else the highest both
+    know, or a kio request object), from the broker at `host` (loopback unless it runs in
+    a network namespace); `timeout_s` bounds the round trip (request.timeout.ms)."""
+    channel = channel_module.TcpChannel({1: (host, port)}.get, clock=clock.SystemClock())
     try:
-        return await channel.send(1, request, api_version=api_version)
+        return await channel.send(1, request, api_version=api_version, timeout_s=timeout_s)
     finally:
         await channel.close()
