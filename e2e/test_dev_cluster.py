@@ -187,7 +187,7 @@ def test_three_nodes_start_answer_stop_cleanly_and_keep_their_cluster_id(
     servers = first.wait_ready()
     assert servers == [f"localhost:{base + i}" for i in range(BROKERS)]
     (cluster_id,) = cluster_ids(data_dir)
-    for node_id, server in enumerate(servers, start=1):
+    for server in servers:
         answer = metadata(server)
         assert answer.cluster_id == cluster_id
         # one cluster: every node lists all three brokers

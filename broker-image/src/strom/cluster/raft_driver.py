@@ -41,6 +41,8 @@ Apply = Callable[[actions.Committed | actions.SnapshotLoaded], None]
 _INBOUND_IDS_START = 1 << 40
 # How often a node that cannot write its metadata log tries again.
 DISK_RETRY_S = 1.0
+# How often a node says again that another node has another voter set.
+VOTER_CONFLICT_LOG_EVERY_S = 10.0
 
 
 class RaftDriver:
@@ -75,6 +77,9 @@ class RaftDriver:
         self.failure: BaseException | None = None
         self._last_storage_warning = float("-inf")
         self._stopping = False
+        self._last_conflict_warning = float("-inf")
+        # the last sign that another node has another voter set (None: none seen)
+        self.voter_set_conflict: str | None = None
 
     # What the broker reads ---------------------------------------------------------------
 
@@ -199,6 +204,40 @@ class RaftDriver:
             self._commit_waiters.clear()
             raise
 
+    def _not_a_fellow_voter(self, request: messages.Request) -> str | None:
+        """Why a Vote, BeginQuorumEpoch or EndQuorumEpoch shows its sender has another
+        voter set than this node (Kafka's INCONSISTENT_VOTER_SET), or None. A Fetch from
+        a node that is not a voter is an observer's (a broker-only node): allowed."""
+        voters, me = self.client.voters, self.node_id
+        match request:
+            case messages.VoteRequest() if (
+                request.candidate_id not in voters or request.voter_id != me
+            ):
+                return f"node {request.candidate_id} asked node {request.voter_id} for a vote"
+            case messages.BeginQuorumEpochRequest() if (
+                request.leader_id not in voters or request.voter_id != me
+            ):
+                return f"node {request.leader_id} claimed the leadership to this node as a voter"
+            case messages.EndQuorumEpochRequest() if request.leader_id not in voters:
+                return f"node {request.leader_id} resigned to this node as a voter"
+        return None
+
+    def _voter_set_conflict(self, what: str) -> None:
+        """Say it, loudly and often enough to be seen: nodes that disagree on the voters
+        may each form a quorum of their own."""
+        now = self._clock.monotonic()
+        if now - self._last_conflict_warning < VOTER_CONFLICT_LOG_EVERY_S:
+            return
+        self._last_conflict_warning = now
+        self.voter_set_conflict = what
+        log.error(
+            "controller.quorum.voters differs between nodes: %s, but the voters of node %d"
+            " are %s. Give every node the same controller.quorum.voters.",
+            what,
+            self.node_id,
+            ",".join(str(voter) for voter in sorted(self.client.voters)),
+        )
+
     def _storage_error(self, error: OSError) -> None:
         now = self._clock.monotonic()
         if now - self._last_storage_warning >= DISK_RETRY_S * 10:
@@ -309,6 +348,10 @@ class RaftDriver:
             log.warning("refused a malformed %s: %s", type(body).__name__, error)
             return raft_wire.error_response(body, ErrorCode.invalid_request)
         source = _source_of(request)
+        stranger = self._not_a_fellow_voter(request)
+        if stranger is not None:
+            self._voter_set_conflict(stranger)
+            return raft_wire.error_response(body, ErrorCode.inconsistent_voter_set)
         correlation_id = next(self._inbound_ids)
         answer: asyncio.Future[messages.Response] = asyncio.get_running_loop().create_future()
         self._answers[(source, correlation_id)] = answer
@@ -397,7 +440,13 @@ class RaftDriver:
             body = await self._channel.send(send.destination, request, timeout_s=timeout_s)
             response = raft_wire.response_from_kio(body)
         except raft_wire.TopLevelError as error:
-            log.warning("node %d answered %s", send.destination, error)
+            if error.error == ErrorCode.inconsistent_voter_set:
+                self._voter_set_conflict(
+                    f"node {send.destination} refused this node's {type(send.message).__name__}"
+                    " as coming from a node outside its voter set"
+                )
+            else:
+                log.warning("node %d answered %s", send.destination, error)
             return
         except (network_errors.NetworkError, raft_wire.RaftWireError) as error:
             log.debug("quorum request to node %d failed: %s", send.destination, error)
