@@ -373,3 +373,30 @@ def test_error_response_round_trips_as_a_top_level_error(api_key: int) -> None:
         raft_wire.response_from_kio(decoded)
     assert raised.value.error == ErrorCode.inconsistent_cluster_id
     assert raised.value.api_key == api_key
+
+
+def test_fetches_carry_the_senders_log_directory_id() -> None:
+    directory = uuid.uuid4()
+    fetch = messages.FetchRequest(
+        replica_id=2,
+        current_leader_epoch=1,
+        fetch_offset=5,
+        last_fetched_epoch=1,
+        log_start_offset=0,
+        max_bytes=1024,
+        max_wait_ms=500,
+    )
+    snapshot = messages.FetchSnapshotRequest(
+        replica_id=2,
+        current_leader_epoch=1,
+        snapshot_id=raft_log.SnapshotId(10, 1),
+        position=0,
+        max_bytes=1024,
+    )
+    for request in (fetch, snapshot):
+        frame = outbound.encode_request(
+            raft_wire.request_to_kio(request, cluster_id="c", directory_id=directory), 1, None
+        )
+        assert raft_wire.replica_directory_id(_decode_request(frame)) == directory
+        plain = outbound.encode_request(raft_wire.request_to_kio(request, cluster_id="c"), 1, None)
+        assert raft_wire.replica_directory_id(_decode_request(plain)) is None

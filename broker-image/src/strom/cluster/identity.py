@@ -7,6 +7,8 @@ cluster.
 
 from __future__ import annotations
 
+import base64
+import uuid
 from pathlib import Path
 
 from strom.cluster import topics
@@ -44,3 +46,20 @@ def ensure_identity(directory: Path, node_id: int, cluster_id: str | None) -> st
             path, f"version=1\ncluster.id={effective}\nnode.id={node_id}\n".encode()
         )
     return effective
+
+
+def ensure_directory_id(directory: Path) -> uuid.UUID:
+    """The id of this log directory (``directory.id``, Kafka 3.7+'s, base64url like
+    Kafka's Uuid), added to an existing ``meta.properties`` that has none. The metadata
+    quorum tells two nodes with one node.id apart by it."""
+    path = directory / META_PROPERTIES
+    text = path.read_text()
+    stored = loading.parse_properties(text, source=str(path))
+    found = stored.get("directory.id")
+    if found:
+        return uuid.UUID(bytes=base64.urlsafe_b64decode(found + "=="))
+    made = uuid.uuid4()
+    encoded = base64.urlsafe_b64encode(made.bytes).decode().rstrip("=")
+    body = text if text.endswith("\n") or not text else text + "\n"
+    checkpoints.write_atomically(path, f"{body}directory.id={encoded}\n".encode())
+    return made

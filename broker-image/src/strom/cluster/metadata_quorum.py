@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
+import uuid
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -64,6 +65,7 @@ class MetadataQuorum:
         cluster_id: str,
         loader: loaders.MetadataLoader,
         clock: Clock,
+        directory_id: uuid.UUID | None = None,
     ) -> None:
         self.settings = settings
         self.node_id = settings.node_id
@@ -104,6 +106,7 @@ class MetadataQuorum:
             cluster_id=cluster_id,
             clock=clock,
             apply=self._apply,
+            directory_id=directory_id,
         )
 
     @property

@@ -20,6 +20,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -55,6 +56,7 @@ class RaftDriver:
         clock: Clock,
         apply: Apply,
         on_leader_change: Callable[[int | None, int], None] = lambda leader, epoch: None,
+        directory_id: uuid.UUID | None = None,
     ) -> None:
         self.client = client
         self.node_id = client.node_id
@@ -63,6 +65,9 @@ class RaftDriver:
         self._clock = clock
         self._apply = apply
         self._on_leader_change = on_leader_change
+        self._directory_id = directory_id
+        # replica id -> (the log directory id it fetches with, when it last fetched)
+        self._fetchers: dict[int, tuple[uuid.UUID, float]] = {}
         self._wake = asyncio.Event()
         self._inbound_ids = itertools.count(_INBOUND_IDS_START)
         self._answers: dict[tuple[int, int], asyncio.Future[messages.Response]] = {}
@@ -78,8 +83,8 @@ class RaftDriver:
         self._last_storage_warning = float("-inf")
         self._stopping = False
         self._last_conflict_warning = float("-inf")
-        # the last sign that another node has another voter set (None: none seen)
-        self.voter_set_conflict: str | None = None
+        # the last sign of nodes configured against each other (None: none seen)
+        self.misconfiguration: str | None = None
 
     # What the broker reads ---------------------------------------------------------------
 
@@ -222,21 +227,44 @@ class RaftDriver:
                 return f"node {request.leader_id} resigned to this node as a voter"
         return None
 
+    def _twin_of_a_fetcher(self, replica_id: int, directory_id: uuid.UUID | None) -> str | None:
+        """Why this fetch comes from a second node with a node.id in use (another log
+        directory while the first still fetches), or None. Two replicas under one id would
+        have the leader count one's log as the other's."""
+        if replica_id == self.node_id:
+            return f"two nodes with node.id {replica_id}: the other one fetches from this one"
+        if directory_id is None:
+            return None
+        now = self._clock.monotonic()
+        known = self._fetchers.get(replica_id)
+        live_s = self.client.config.fetch_timeout_ms / 1000
+        if known is not None and known[0] != directory_id and now - known[1] < live_s:
+            return (
+                f"two nodes with node.id {replica_id} fetch the metadata log (log directories"
+                f" {known[0]} and {directory_id}); the second is refused"
+            )
+        self._fetchers[replica_id] = (directory_id, now)
+        return None
+
     def _voter_set_conflict(self, what: str) -> None:
-        """Say it, loudly and often enough to be seen: nodes that disagree on the voters
-        may each form a quorum of their own."""
+        voters = ",".join(str(voter) for voter in sorted(self.client.voters))
+        self._misconfigured(
+            f"controller.quorum.voters differs between nodes: {what}, but the voters of node"
+            f" {self.node_id} are {voters}. Give every node the same controller.quorum.voters."
+        )
+
+    def _node_id_twins(self, what: str) -> None:
+        self._misconfigured(f"{what}. Give every node a node.id of its own.")
+
+    def _misconfigured(self, message: str) -> None:
+        """Say it, loudly and often enough to be seen: nodes configured this way may form
+        quorums of their own or count one another's logs as their own."""
         now = self._clock.monotonic()
         if now - self._last_conflict_warning < VOTER_CONFLICT_LOG_EVERY_S:
             return
         self._last_conflict_warning = now
-        self.voter_set_conflict = what
-        log.error(
-            "controller.quorum.voters differs between nodes: %s, but the voters of node %d"
-            " are %s. Give every node the same controller.quorum.voters.",
-            what,
-            self.node_id,
-            ",".join(str(voter) for voter in sorted(self.client.voters)),
-        )
+        self.misconfiguration = message
+        log.error("%s", message)
 
     def _storage_error(self, error: OSError) -> None:
         now = self._clock.monotonic()
@@ -352,6 +380,11 @@ class RaftDriver:
         if stranger is not None:
             self._voter_set_conflict(stranger)
             return raft_wire.error_response(body, ErrorCode.inconsistent_voter_set)
+        if isinstance(request, messages.FetchRequest | messages.FetchSnapshotRequest):
+            twin = self._twin_of_a_fetcher(request.replica_id, raft_wire.replica_directory_id(body))
+            if twin is not None:
+                self._node_id_twins(twin)
+                return raft_wire.error_response(body, ErrorCode.invalid_voter_key)
         correlation_id = next(self._inbound_ids)
         answer: asyncio.Future[messages.Response] = asyncio.get_running_loop().create_future()
         self._answers[(source, correlation_id)] = answer
@@ -434,13 +467,20 @@ class RaftDriver:
 
     async def _request(self, send: actions.Send) -> None:
         assert isinstance(send.message, messages.REQUESTS)
-        request = raft_wire.request_to_kio(send.message, cluster_id=self._cluster_id)
+        request = raft_wire.request_to_kio(
+            send.message, cluster_id=self._cluster_id, directory_id=self._directory_id
+        )
         timeout_s = self.client.config.request_timeout_ms / 1000
         try:
             body = await self._channel.send(send.destination, request, timeout_s=timeout_s)
             response = raft_wire.response_from_kio(body)
         except raft_wire.TopLevelError as error:
-            if error.error == ErrorCode.inconsistent_voter_set:
+            if error.error == ErrorCode.invalid_voter_key:
+                self._node_id_twins(
+                    f"node {send.destination} refused this node's fetch: another node with"
+                    f" node.id {self.node_id} and another log directory fetches from it"
+                )
+            elif error.error == ErrorCode.inconsistent_voter_set:
                 self._voter_set_conflict(
                     f"node {send.destination} refused this node's {type(send.message).__name__}"
                     " as coming from a node outside its voter set"

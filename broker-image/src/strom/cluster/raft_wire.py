@@ -113,9 +113,15 @@ _API_KEYS: tuple[tuple[tuple[type[Any], ...], int], ...] = (
 
 
 def request_to_kio(
-    request: messages.Request, *, cluster_id: str | None, version: int | None = None
+    request: messages.Request,
+    *,
+    cluster_id: str | None,
+    version: int | None = None,
+    directory_id: uuid.UUID | None = None,
 ) -> Any:
-    """The kio request for ``request`` at ``version`` (by default ``VERSIONS``')."""
+    """The kio request for ``request`` at ``version`` (by default ``VERSIONS``');
+    ``directory_id`` is the sender's log directory id (Kafka's ReplicaDirectoryId, KIP-853),
+    carried by Fetch and FetchSnapshot."""
     api_key = api_key_of(request)
     fields: dict[str, Any]
     if isinstance(request, messages.VoteRequest):
@@ -129,6 +135,11 @@ def request_to_kio(
     else:
         fields = _fetch_snapshot_request(request)
     fields["cluster_id"] = cluster_id
+    if directory_id is not None:
+        for topic in fields.get("topics", ()):
+            for partition in topic["partitions"]:
+                if "replica_directory_id" in partition:
+                    partition["replica_directory_id"] = directory_id
     chosen = VERSIONS[api_key] if version is None else version
     return shaping.build(load_request_schema(api_key, chosen), fields)
 
@@ -384,6 +395,17 @@ def error_response(request: Any, error: ErrorCode) -> Any:
     return shaping.build(
         schema, {"error_code": error, "throttle_time": 0, "topics": [], "responses": []}
     )
+
+
+def replica_directory_id(body: Any) -> uuid.UUID | None:
+    """The log directory id a decoded kio Fetch or FetchSnapshot names for its sender, if
+    any (older versions, and a zero id, name none)."""
+    for topic in getattr(body, "topics", ()):
+        for partition in getattr(topic, "partitions", ()):
+            found = getattr(partition, "replica_directory_id", None)
+            if isinstance(found, uuid.UUID) and found != _ZERO_UUID:
+                return found
+    return None
 
 
 def response_from_kio(body: Any) -> messages.Response:

@@ -63,7 +63,11 @@ class Broker:
         cluster_id = identity.ensure_identity(log_dir, config.node_id, config.cluster_id)
         self.metadata = loader.MetadataLoader(images.MetadataImage(cluster_id))
         self.metadata_log = metadata_quorum.MetadataQuorum(
-            config.quorum, cluster_id, self.metadata, self.clock
+            config.quorum,
+            cluster_id,
+            self.metadata,
+            self.clock,
+            directory_id=identity.ensure_directory_id(log_dir),
         )
         self.configs = config_cache.ConfigCache(config, lambda: self.metadata.image)
         self.replicas = replica_manager.ReplicaManager(
