@@ -121,8 +121,10 @@ class MetadataQuorum:
             try:
                 image = snapshots.read_image(self.cluster_id, done.state, done.snapshot_id.offset)
             except snapshots.CorruptSnapshotError as error:
+                path = self.directory / replicated_log.snapshot_file_name(done.snapshot_id)
                 raise metadata_log.CorruptMetadataLogError(
-                    f"{self.directory}: snapshot {done.snapshot_id}: {error}"
+                    f"{path}: {error} (on a node of a cluster, moving {self.directory.name}"
+                    " away makes it fetch the metadata from the quorum's leader)"
                 ) from error
             self._loader.reset(image)
             self._since_snapshot = (0, self._clock.time_ms())
