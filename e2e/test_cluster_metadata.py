@@ -302,5 +302,16 @@ def test_a_node_that_missed_the_log_catches_up_from_a_snapshot(tmp_path: Path) -
             30,
             "the returned node hosts its replicas of a new topic",
         )
+        # A node whose metadata log is gone (moved away after a corruption) gets it all
+        # back from the leader: the snapshot, then the log after it.
+        cluster.nodes[3].stop()
+        own = cluster.nodes[3].log_dir / "__cluster_metadata-0"
+        own.rename(own.with_name("__cluster_metadata-0.corrupt"))
+        cluster.nodes[3].start()
+        wait_until(
+            lambda: names | {"after-return"} <= set(metadata(cluster, 3).topics),
+            30,
+            "the node with a new metadata log lists every topic again",
+        )
     finally:
         cluster.stop()
