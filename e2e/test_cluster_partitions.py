@@ -391,12 +391,18 @@ def test_a_node_of_another_cluster_id_is_refused_and_never_ready(tmp_path: Path)
         cluster.stop()
 
 
-def test_a_second_process_with_a_node_id_in_use_is_refused(
-    tmp_path: Path,
-) -> None:
+@pytest.mark.parametrize("twin_of", ["the leader", "a follower"])
+def test_a_second_process_with_a_node_id_in_use_is_refused(tmp_path: Path, twin_of: str) -> None:
+    """A second process with the node.id of a running node, its own log directory and
+    ports. A twin of a follower: the quorum's leader tells the two apart by their log
+    directory ids (KIP-853's ReplicaDirectoryId) and refuses the second's fetches. A twin of
+    the leader: the others name its id as the leader, which it knows it never was. Either
+    way the second never catches up nor registers, and says why; the first serves on."""
     cluster = StromCluster(tmp_path)
     cluster.start()
-    first = cluster.nodes[2]
+    leader = describe_quorum(cluster.nodes[1]).leader
+    target = leader if twin_of == "the leader" else next(n for n in (1, 2, 3) if n != leader)
+    first = cluster.nodes[target]
     settings = dict(first.overrides)
     port = free_port()
     settings["listeners"] = f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{free_port()}"
@@ -404,22 +410,20 @@ def test_a_second_process_with_a_node_id_in_use_is_refused(
     twin = StromProcess(tmp_path / "twin", overrides=settings, port=port)
     twin.launch()
     try:
-        # The quorum's leader tells the two apart by their log directory ids (KIP-853's
-        # ReplicaDirectoryId) and refuses the second: it never catches up nor registers.
         wait_until(
-            lambda: "another node with node.id 2" in log_of(twin),
-            20,
-            "the second node 2 is refused by the quorum, and says so",
+            lambda: f"another node with node.id {target}" in log_of(twin),
+            30,
+            lambda: f"the second node {target} is refused and says so; its log:\n"
+            + log_of(twin)[-4000:],
         )
-        leaders = {describe_quorum(cluster.nodes[n]).leader for n in (1, 3)}
-        assert len(leaders) == 1
-        (leader,) = leaders
-        assert "two nodes with node.id 2" in log_of(cluster.nodes[leader])
+        if target != leader:
+            assert f"two nodes with node.id {target}" in log_of(cluster.nodes[leader])
         assert not ready(twin)
         assert first.running and ready(first)
-        create_until_done(cluster.nodes[1], NewTopic("with-the-first", 1, 1), 20)
-        listed = admin(cluster.nodes[1]).list_topics(timeout=REQUEST_TIMEOUT_S)
-        assert listed.brokers[2].port == first.port
+        other = next(n for n in (1, 2, 3) if n != target)
+        create_until_done(cluster.nodes[other], NewTopic("with-the-first", 1, 1), 20)
+        listed = admin(cluster.nodes[other]).list_topics(timeout=REQUEST_TIMEOUT_S)
+        assert listed.brokers[target].port == first.port
     finally:
         twin.kill()
         cluster.stop()

@@ -491,6 +491,13 @@ class RaftDriver:
         except (network_errors.NetworkError, raft_wire.RaftWireError) as error:
             log.debug("quorum request to node %d failed: %s", send.destination, error)
             return
+        if response.leader_id == self.node_id and response.leader_epoch > self.client.epoch:
+            # a node cannot have led an epoch it has not reached: another node has its id
+            self._node_id_twins(
+                f"node {send.destination} says the quorum's leader in epoch"
+                f" {response.leader_epoch} is node {self.node_id}, this node's node.id; another"
+                f" node with node.id {self.node_id} leads"
+            )
         self._handled(
             messages.Envelope(send.destination, self.node_id, response, send.correlation_id)
         )
