@@ -159,11 +159,13 @@ def _run(arguments: argparse.Namespace, data_dir: Path, hosts: netns.Hosts | Non
         )
     except ValueError as error:
         raise supervisor.DevClusterError(str(error)) from error
-    # Files that disagree with the options are refused first: that answer must not depend
-    # on which ports other programs hold right now.
-    files = supervisor.write_property_files(nodes, data_dir, rewrite=arguments.rewrite)
+    # Files that disagree with the options are refused first (that answer must not depend
+    # on which ports other programs hold right now), and nothing is written before the
+    # ports are known to be free.
+    supervisor.plan_property_files(nodes, data_dir, rewrite=arguments.rewrite)
     if hosts is None:
         supervisor.check_ports_free(nodes)
+    files = supervisor.write_property_files(nodes, data_dir, rewrite=arguments.rewrite)
     cluster = supervisor.DevCluster(
         nodes, data_dir, wraps=None if hosts is None else [h.prefix for h in hosts]
     )

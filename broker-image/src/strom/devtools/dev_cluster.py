@@ -79,7 +79,21 @@ def write_property_files(
     """Write each node's file, or keep the one already there if it has every rendered
     setting (lines added by hand are kept). A file that disagrees is an error unless
     `rewrite`. Returns one line per file saying what happened."""
+    plans = plan_property_files(nodes, data_dir, rewrite=rewrite)
     data_dir.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for node, (path, action) in zip(nodes, plans, strict=True):
+        if action != "kept":
+            path.write_text(node.text)
+        lines.append(f"{path} ({action})")
+    return lines
+
+
+def plan_property_files(
+    nodes: Sequence[rendering.DevNode], data_dir: Path, *, rewrite: bool
+) -> list[tuple[Path, str]]:
+    """What `write_property_files` would do with each file, writing nothing; raises
+    DevClusterError for a file that disagrees (unless `rewrite`)."""
     plans: list[tuple[Path, str]] = []
     for node in nodes:
         path = data_dir / node.file_name
@@ -103,12 +117,7 @@ def write_property_files(
                 "the options of the first run, or --rewrite to rewrite the files (the "
                 "cluster id and the data are kept)"
             )
-    lines = []
-    for node, (path, action) in zip(nodes, plans, strict=True):
-        if action != "kept":
-            path.write_text(node.text)
-        lines.append(f"{path} ({action})")
-    return lines
+    return plans
 
 
 def server_command() -> list[str]:
