@@ -71,6 +71,16 @@ def main(argv: list[str] | None = None) -> int:
     except (config_definitions.ConfigError, OSError) as error:
         print(f"strom-server: configuration error: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    quorum = config.quorum
+    if not (quorum.is_broker and quorum.is_controller):
+        role = "broker" if quorum.is_broker else "controller"
+        print(
+            f"strom-server: configuration error: process.roles={role}: a {role}-only node"
+            " (Kafka's split mode) is not supported yet; run every node with"
+            " process.roles=broker,controller (combined mode)",
+            file=sys.stderr,
+        )
+        return EXIT_CONFIG_ERROR
     try:
         # Before anything reads the directories: a second broker on a directory in use
         # must not run recovery over the live broker's files.
