@@ -9,9 +9,19 @@ is ready); any node can be killed, stopped and restarted on its own dir and port
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import wire_requests
+from kio.schema.describe_quorum.v2.request import (
+    DescribeQuorumRequest,
+    PartitionData,
+    TopicData,
+)
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
 from strom.config import cluster_id as cluster_ids
 from strom_process import READY_TIMEOUT_S, StromProcess, free_port
 
@@ -97,3 +107,37 @@ class StromCluster:
 
     def running(self) -> list[int]:
         return [node_id for node_id, node in self.nodes.items() if node.running]
+
+
+@dataclasses.dataclass(frozen=True)
+class Quorum:
+    """A node's answer to DescribeQuorum."""
+
+    leader: int
+    epoch: int
+    high_watermark: int
+    ends: dict[int, int]  # voter -> log end offset (-1 where this node does not know it)
+
+    @property
+    def voters(self) -> list[int]:
+        return sorted(self.ends)
+
+
+def describe_quorum(node: StromProcess) -> Quorum:
+    """DescribeQuorum sent to `node`'s client listener (a broker forwards it to the leader)."""
+    request = DescribeQuorumRequest(
+        topics=(
+            TopicData(
+                topic_name=TopicName("__cluster_metadata"),
+                partitions=(PartitionData(partition_index=i32(0)),),
+            ),
+        )
+    )
+    answer = asyncio.run(wire_requests.send(node.port, request, host=node.host, timeout_s=5))
+    (partition,) = answer.topics[0].partitions
+    return Quorum(
+        leader=int(partition.leader_id),
+        epoch=int(partition.leader_epoch),
+        high_watermark=int(partition.high_watermark),
+        ends={int(v.replica_id): int(v.log_end_offset) for v in partition.current_voters},
+    )

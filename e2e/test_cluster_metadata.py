@@ -18,17 +18,12 @@ import pytest
 import wire_requests
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, NewTopic
-from kio.schema.describe_quorum.v2.request import (
-    DescribeQuorumRequest,
-    PartitionData,
-    TopicData,
-)
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
-from kio.schema.types import GroupId, TopicName
+from kio.schema.types import GroupId
 from kio.static.primitive import i8, i32
-from strom_cluster import StromCluster
+from strom_cluster import StromCluster, describe_quorum
 from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
@@ -59,30 +54,11 @@ def leaders(described: ClusterMetadata, topic: str) -> dict[int, int]:
     return {index: p.leader for index, p in described.topics[topic].partitions.items()}
 
 
-def describe_quorum(port: int) -> tuple[int, int, list[int]]:
-    """(leader id, epoch, voter ids) as the node at `port` answers DescribeQuorum."""
-    request = DescribeQuorumRequest(
-        topics=(
-            TopicData(
-                topic_name=TopicName("__cluster_metadata"),
-                partitions=(PartitionData(partition_index=i32(0)),),
-            ),
-        )
-    )
-    answer = asyncio.run(wire_requests.send(port, request))
-    (partition,) = answer.topics[0].partitions
-    return (
-        int(partition.leader_id),
-        int(partition.leader_epoch),
-        sorted(int(v.replica_id) for v in partition.current_voters),
-    )
-
-
 def active_controller(cluster: StromCluster, among: list[int]) -> int:
     def known() -> int | None:
         for node_id in among:
             try:
-                leader, _, _ = describe_quorum(cluster.nodes[node_id].port)
+                leader = describe_quorum(cluster.nodes[node_id]).leader
             except Exception:
                 continue
             if leader in among:
@@ -247,8 +223,8 @@ def test_killing_the_active_controller_elects_another_that_serves_within_5s(
         # the killed node comes back and catches up with what happened without it
         cluster.nodes[killed].start()
         everyone_sees(cluster, "after", 3)
-        leader, _, voters = describe_quorum(cluster.nodes[killed].port)
-        assert voters == [1, 2, 3] and leader in (1, 2, 3)
+        restarted = describe_quorum(cluster.nodes[killed])
+        assert restarted.voters == [1, 2, 3] and restarted.leader in (1, 2, 3)
     finally:
         cluster.stop()
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import datetime
 import time
 import urllib.error
@@ -27,18 +26,12 @@ import wire_requests
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.create_topics.v7.request import CreatableTopic, CreateTopicsRequest
-from kio.schema.describe_quorum.v2.request import (
-    DescribeQuorumRequest,
-    PartitionData,
-    TopicData,
-)
 from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.static.primitive import i16, i32, i32Timedelta
 from strom.config import cluster_id as cluster_ids
-from strom.protocol import apis, outbound
 from strom.records import batches
-from strom_cluster import StromCluster
+from strom_cluster import Quorum, StromCluster, describe_quorum
 from strom_process import StromProcess, free_port
 from waiting import wait_until
 
@@ -53,35 +46,6 @@ REFUSE_TIMEOUT_MS = 5_000
 # How long a broker tries to forward an admin request to the active controller.
 FORWARD_TIMEOUT_S = 30
 RECORDS = [f"record-{n}".encode() for n in range(5)]
-
-
-@dataclasses.dataclass(frozen=True)
-class Quorum:
-    """A node's answer to DescribeQuorum."""
-
-    leader: int
-    epoch: int
-    high_watermark: int
-    ends: dict[int, int]  # voter -> log end offset (-1 where this node does not know it)
-
-
-def describe_quorum(node: StromProcess) -> Quorum:
-    request = DescribeQuorumRequest(
-        topics=(
-            TopicData(
-                topic_name=TopicName("__cluster_metadata"),
-                partitions=(PartitionData(partition_index=i32(0)),),
-            ),
-        )
-    )
-    answer = asyncio.run(wire_requests.send(node.port, request, host=node.host, timeout_s=5))
-    (partition,) = answer.topics[0].partitions
-    return Quorum(
-        leader=int(partition.leader_id),
-        epoch=int(partition.leader_epoch),
-        high_watermark=int(partition.high_watermark),
-        ends={int(v.replica_id): int(v.log_end_offset) for v in partition.current_voters},
-    )
 
 
 def quorum_or_none(node: StromProcess) -> Quorum | None:
@@ -157,35 +121,7 @@ def fetch(node: StromProcess, topic: str) -> list[bytes]:
     """The values in partition 0 of `topic`, fetched from `node` itself (a client would
     follow the metadata to the other nodes, which no longer name `node` as the leader
     once it is cut off from them: a partition of a fenced broker has no leader there)."""
-    request = outbound.Draft(
-        apis.ApiKey.FETCH,
-        {
-            "replica_id": -1,
-            "max_wait": 0,
-            "min_bytes": 0,
-            "max_bytes": 1 << 20,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": topic,
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": 0,
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                    ],
-                }
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
-    )
+    request = wire_requests.fetch_from_start(topic)
     answer = asyncio.run(
         wire_requests.send(node.port, request, api_version=12, host=node.host, timeout_s=10)
     )

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
+import wire_requests
 from kio.schema.errors import ErrorCode
 from strom.network import channel as channel_module
 from strom.network import clock, errors
@@ -133,36 +134,7 @@ async def test_produce_then_fetch_round_trip(
 
     fetched = await channel.send(
         NODE,
-        outbound.Draft(
-            apis.ApiKey.FETCH,
-            {
-                "replica_id": -1,
-                "max_wait": 0,
-                "min_bytes": 0,
-                "max_bytes": 1 << 20,
-                "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
-                "topics": [
-                    {
-                        "topic": topic,
-                        "topic_id": topic_id,
-                        "partitions": [
-                            {
-                                "partition": 0,
-                                "current_leader_epoch": -1,
-                                "fetch_offset": 0,
-                                "last_fetched_epoch": -1,
-                                "log_start_offset": -1,
-                                "partition_max_bytes": 1 << 20,
-                            }
-                        ],
-                    }
-                ],
-                "forgotten_topics_data": [],
-                "rack_id": "",
-            },
-        ),
+        wire_requests.fetch_from_start(topic, topic_id),
     )
     assert type(fetched).__version__ == apis.SUPPORTED_VERSIONS[apis.ApiKey.FETCH][1]
     data = fetched.responses[0].partitions[0]

@@ -17,6 +17,13 @@ def topic(name: str) -> records.TopicRecord:
     return records.TopicRecord(name=name, topic_id=uuid.uuid4())
 
 
+def append_junk(log: metadata_log.LocalMetadataLog) -> None:
+    """A batch with a valid CRC whose record is not a metadata record."""
+    data = bytearray(batches.build_batch([(None, b"\x01\x63\x00junk", [], NOW)]))
+    headers = batches.validate_produce_batches(memoryview(data), len(data))
+    log._log.append(data, headers, leader_epoch=0, now_ms=NOW)
+
+
 async def test_appended_records_replay_in_order_after_a_reopen(tmp_path: Path) -> None:
     log = metadata_log.LocalMetadataLog(tmp_path, lambda: NOW)
     first = [topic("a"), topic("b")]
@@ -58,10 +65,7 @@ async def test_bytes_that_are_not_metadata_records_stop_the_start_naming_the_fil
 ) -> None:
     log = metadata_log.LocalMetadataLog(tmp_path, lambda: NOW)
     await log.append([topic("a")])
-    # A batch with a valid CRC whose record is not a metadata record.
-    data = bytearray(batches.build_batch([(None, b"\x01\x63\x00junk", [], NOW)]))
-    headers = batches.validate_produce_batches(memoryview(data), len(data))
-    log._log.append(data, headers, leader_epoch=0, now_ms=NOW)
+    append_junk(log)
     log._log.update_high_watermark(log._log.log_end_offset)
     with pytest.raises(
         metadata_log.CorruptMetadataLogError, match=r"__cluster_metadata-0.*offset 1"
@@ -94,9 +98,7 @@ async def test_a_broker_refuses_bytes_that_are_not_metadata_records_naming_the_o
 
     log = metadata_log.LocalMetadataLog(tmp_path, lambda: NOW)
     await log.append([topic("a")])
-    data = bytearray(batches.build_batch([(None, b"\x01\x63\x00junk", [], NOW)]))
-    headers = batches.validate_produce_batches(memoryview(data), len(data))
-    log._log.append(data, headers, leader_epoch=0, now_ms=NOW)
+    append_junk(log)
     log._log.flush()
     log.close()
     broker = broker_module.Broker(broker_config.BrokerConfig({"log.dirs": str(tmp_path)}))
