@@ -291,3 +291,56 @@ def test_a_node_that_missed_the_log_catches_up_from_a_snapshot(tmp_path: Path) -
         )
     finally:
         cluster.stop()
+
+
+def test_partitions_of_a_dead_broker_go_offline_and_come_back_with_it(tmp_path: Path) -> None:
+    # A short session so the controller fences the dead broker quickly.
+    cluster = StromCluster(
+        tmp_path,
+        overrides={"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"},
+    )
+    cluster.start()
+    try:
+        create(cluster, 1, NewTopic("solo", 6, 1))
+        everyone_sees(cluster, "solo", 6)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+        for n in range(60):
+            producer.produce("solo", value=b"%d" % n, partition=n % 6)
+        assert producer.flush(REQUEST_TIMEOUT_S) == 0
+        before = leaders(metadata(cluster, 1), "solo")
+        dead = before[0]
+        led = sorted(index for index, leader in before.items() if leader == dead)
+        cluster.nodes[dead].kill()
+        survivor = next(n for n in (1, 2, 3) if n != dead)
+        # No other replica is in sync (RF 1): those partitions have no leader, not a dead one
+        wait_until(
+            lambda: all(leaders(metadata(cluster, survivor), "solo")[index] == -1 for index in led),
+            30,
+            f"broker {survivor} shows broker {dead}'s partitions without a leader",
+        )
+        cluster.nodes[dead].start()
+        wait_until(
+            lambda: leaders(metadata(cluster, survivor), "solo") == before,
+            30,
+            "the returned broker leads its partitions again",
+        )
+        consumer = Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": "after-return",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            consumer.subscribe(["solo"])
+            seen = set()
+            deadline = time.monotonic() + 60
+            while len(seen) < 60 and time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is not None and message.error() is None:
+                    seen.add(message.value())
+            assert len(seen) == 60
+        finally:
+            consumer.close()
+    finally:
+        cluster.stop()

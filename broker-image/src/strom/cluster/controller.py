@@ -24,7 +24,14 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from kio.static.primitive import i8, i32, i64
 
-from strom.cluster import broker_sessions, metadata_log, placement, records, topics
+from strom.cluster import (
+    broker_sessions,
+    leader_election,
+    metadata_log,
+    placement,
+    records,
+    topics,
+)
 from strom.cluster import image as images
 from strom.cluster import loader as loaders
 from strom.config import broker as broker_config
@@ -438,7 +445,7 @@ class Controller:
                 want_shut_down,
                 now_ms,
             )
-            await self._commit(_Batch(changes))
+            await self._commit(_Batch([*changes, *self._elections(changes)]))
         for change in changes:
             log.info(
                 "broker %d is %s",
@@ -452,11 +459,25 @@ class Controller:
         """Fence the brokers whose session expired; their ids."""
         async with self._lock:
             fences = self._sessions.expired(self.image, now_ms)
-            await self._commit(_Batch(fences))
+            await self._commit(_Batch([*fences, *self._elections(fences)]))
         fenced = [int(f.id) for f in fences if isinstance(f, records.FenceBrokerRecord)]
         for node_id in fenced:
             log.warning("fenced broker %d: no heartbeat for broker.session.timeout.ms", node_id)
         return fenced
+
+    def _elections(
+        self, changes: Sequence[records.MetadataRecord]
+    ) -> list[records.PartitionChangeRecord]:
+        """New partition leaders for brokers being fenced or unfenced by ``changes``."""
+        fenced = {int(c.id) for c in changes if isinstance(c, records.FenceBrokerRecord)}
+        others = [b for b in self.image.live_brokers() if b.node_id not in fenced]
+        # With no other live broker nothing can be elected: a single node that stops
+        # keeps its leaderships rather than writing every partition offline and back.
+        elected = leader_election.after_fencing(self.image, fenced) if fenced and others else []
+        for change in changes:
+            if isinstance(change, records.UnfenceBrokerRecord):
+                elected += leader_election.after_unfencing(self.image, int(change.id))
+        return elected
 
     # Producer ids --------------------------------------------------------------------
 

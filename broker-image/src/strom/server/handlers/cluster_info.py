@@ -58,7 +58,10 @@ def topic_entry(topic: images.TopicImage) -> dict[str, Any]:
         "is_internal": topic.name in topics.INTERNAL_TOPICS,
         "partitions": [
             {
-                "error_code": ErrorCode.none,
+                # a partition whose leader's broker is gone and no in-sync replica is left
+                "error_code": ErrorCode.none
+                if partition.leader >= 0
+                else ErrorCode.leader_not_available,
                 "partition_index": partition.index,
                 "leader_id": partition.leader,
                 "leader_epoch": partition.leader_epoch,
