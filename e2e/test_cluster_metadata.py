@@ -303,6 +303,12 @@ def test_partitions_of_a_dead_broker_go_offline_and_come_back_with_it(tmp_path: 
     try:
         create(cluster, 1, NewTopic("solo", 6, 1))
         everyone_sees(cluster, "solo", 6)
+        create(
+            cluster,
+            1,
+            NewTopic("anyone", 6, 2, config={"unclean.leader.election.enable": "true"}),
+        )
+        everyone_sees(cluster, "anyone", 6)
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
         for n in range(60):
             producer.produce("solo", value=b"%d" % n, partition=n % 6)
@@ -317,6 +323,20 @@ def test_partitions_of_a_dead_broker_go_offline_and_come_back_with_it(tmp_path: 
             lambda: all(leaders(metadata(cluster, survivor), "solo")[index] == -1 for index in led),
             30,
             f"broker {survivor} shows broker {dead}'s partitions without a leader",
+        )
+        # where unclean elections are allowed, the other replica leads at once
+        replicas = {
+            index: p.replicas
+            for index, p in metadata(cluster, survivor).topics["anyone"].partitions.items()
+        }
+        wait_until(
+            lambda: all(
+                leader == next(r for r in replicas[index] if r != dead)
+                for index, leader in leaders(metadata(cluster, survivor), "anyone").items()
+                if dead in replicas[index]
+            ),
+            30,
+            "the other replica leads the partitions of the unclean topic",
         )
         cluster.nodes[dead].start()
         wait_until(

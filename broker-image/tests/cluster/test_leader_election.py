@@ -79,3 +79,13 @@ def test_brokers_that_change_nothing_make_no_records() -> None:
     image = image_with(((2, 3), (2, 3), 2))
     assert leader_election.after_fencing(image, {1}) == []
     assert leader_election.after_unfencing(image, 1) == []
+
+
+def test_an_unclean_election_takes_any_live_replica_alone_in_the_isr() -> None:
+    image = image_with(((1, 2), (1,), 1))
+    after = applied(image, leader_election.after_fencing(image, {1}, lambda topic: True))
+    assert states(after) == [(2, (2,), 1)]
+    # and an offline partition of such a topic takes any replica that comes back
+    offline = applied(image, leader_election.after_fencing(image, {1}))
+    back = applied(offline, leader_election.after_unfencing(offline, 2, lambda topic: True))
+    assert states(back) == [(2, (2,), 2)]

@@ -471,12 +471,28 @@ class Controller:
         """New partition leaders for brokers being fenced or unfenced by ``changes``."""
         fenced = {int(c.id) for c in changes if isinstance(c, records.FenceBrokerRecord)}
         others = [b for b in self.image.live_brokers() if b.node_id not in fenced]
+        allowed: dict[str, bool] = {}  # unclean.leader.election.enable, per topic
+
+        def unclean(topic: images.TopicImage) -> bool:
+            if topic.name not in allowed:
+                config = topic_config.effective_topic_config(self._config(), topic.configs)
+                allowed[topic.name] = bool(config.value("unclean.leader.election.enable"))
+            return allowed[topic.name]
+
+        elected = []
         # With no other live broker nothing can be elected: a single node that stops
         # keeps its leaderships rather than writing every partition offline and back.
-        elected = leader_election.after_fencing(self.image, fenced) if fenced and others else []
+        if fenced and others:
+            elected = leader_election.after_fencing(self.image, fenced, unclean)
         for change in changes:
             if isinstance(change, records.UnfenceBrokerRecord):
-                elected += leader_election.after_unfencing(self.image, int(change.id))
+                elected += leader_election.after_unfencing(self.image, int(change.id), unclean)
+        for name in sorted(name for name, yes in allowed.items() if yes):
+            log.warning(
+                "unclean leader election allowed for %s: a replica that was not in sync may"
+                " lead, and the records it had not replicated are lost",
+                name,
+            )
         return elected
 
     # Producer ids --------------------------------------------------------------------

@@ -10,7 +10,7 @@ Pure functions of the image, returning PartitionChangeRecords for the controller
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Set
+from collections.abc import Callable, Iterator, Set
 
 from kio.static.primitive import i32
 
@@ -21,10 +21,20 @@ NO_LEADER = -1
 _UNCHANGED = -2
 
 
+Unclean = Callable[[images.TopicImage], bool]
+
+
+def _never(topic: images.TopicImage) -> bool:
+    return False
+
+
 def after_fencing(
-    image: images.MetadataImage, fenced: Set[int]
+    image: images.MetadataImage, fenced: Set[int], unclean: Unclean = _never
 ) -> list[records.PartitionChangeRecord]:
-    """The changes once the brokers ``fenced`` are fenced."""
+    """The changes once the brokers ``fenced`` are fenced. Where ``unclean(topic)``
+    (unclean.leader.election.enable) and no in-sync replica is left, the first live
+    replica leads instead, alone in the ISR: available again, at the cost of what it had
+    not replicated."""
 
     def live(node_id: int) -> bool:
         broker = image.brokers.get(node_id)
@@ -39,21 +49,29 @@ def after_fencing(
         if leader in fenced:
             candidates = [r for r in partition.replicas if r in isr and live(r)]
             leader = candidates[0] if candidates else NO_LEADER
+            if leader == NO_LEADER and unclean(topic):
+                anyone = [r for r in partition.replicas if live(r)]
+                if anyone:
+                    leader, isr = anyone[0], (anyone[0],)
         if isr != partition.isr or leader != partition.leader:
             changes.append(_change(topic, partition, isr, leader))
     return changes
 
 
 def after_unfencing(
-    image: images.MetadataImage, unfenced: int
+    image: images.MetadataImage, unfenced: int, unclean: Unclean = _never
 ) -> list[records.PartitionChangeRecord]:
     """The changes once ``unfenced`` is unfenced: the partitions without a leader whose
-    ISR names it get it back as their leader."""
-    return [
-        _change(topic, partition, partition.isr, unfenced)
-        for topic, partition in _partitions(image)
-        if partition.leader == NO_LEADER and unfenced in partition.isr
-    ]
+    ISR names it get it back as their leader (with ``unclean(topic)``, any replica)."""
+    changes = []
+    for topic, partition in _partitions(image):
+        if partition.leader != NO_LEADER or unfenced not in partition.replicas:
+            continue
+        if unfenced in partition.isr:
+            changes.append(_change(topic, partition, partition.isr, unfenced))
+        elif unclean(topic):
+            changes.append(_change(topic, partition, (unfenced,), unfenced))
+    return changes
 
 
 def _partitions(
