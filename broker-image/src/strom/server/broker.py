@@ -162,6 +162,7 @@ class Broker:
         self.ready = False
         self.metrics.watch_logs(self._log_rows)
         self.metrics.watch_groups(self._group_rows)
+        self.metrics.watch_replication(self._replication_counts)
 
     @property
     def config(self) -> broker_config.BrokerConfig:
@@ -230,6 +231,26 @@ class Broker:
                     offsets.append((topic, index, committed.offset, behind))
             rows.append((group.group_id, group.state.value, len(group.members), offsets))
         return rows
+
+    def _replication_counts(self) -> broker_metrics.ReplicationCounts:
+        image = self.metadata.image
+        active = self.metadata_log.is_active_controller()
+        leaders = under_replicated = under_min_isr = offline = 0
+        for topic in image.topics.values():
+            min_isr: int | None = None
+            for partition in topic.partitions.values():
+                if partition.leader < 0:
+                    offline += active
+                if partition.leader != self.node_id:
+                    continue
+                leaders += 1
+                under_replicated += len(partition.isr) < len(partition.replicas)
+                if min_isr is None:
+                    min_isr = self.configs.topic(topic.name).min_insync_replicas
+                under_min_isr += len(partition.isr) < min_isr
+        return broker_metrics.ReplicationCounts(
+            leaders, under_replicated, under_min_isr, offline, active
+        )
 
     def _log_rows(self) -> list[tuple[str, int, int, int, int, int]]:
         return [

@@ -5,6 +5,7 @@ mirrors is given in its help text so Kafka dashboards translate directly."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -103,6 +104,61 @@ class BrokerMetrics:
     def watch_groups(self, rows: Callable[[], Iterable[GroupRow]]) -> None:
         """Register a scrape-time view of consumer groups and their lag."""
         self.registry.register(_GroupCollector(rows))
+
+    def watch_replication(self, counts: Callable[[], ReplicationCounts]) -> None:
+        """Register a scrape-time view of this broker's partitions and the cluster's."""
+        self.registry.register(_ReplicationCollector(counts))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationCounts:
+    leaders: int  # partitions led here
+    under_replicated: int  # led here with fewer in-sync replicas than replicas
+    under_min_isr: int  # led here with fewer in-sync replicas than min.insync.replicas
+    offline: int  # partitions without a leader (counted by the active controller only)
+    active_controller: bool
+
+
+class _ReplicationCollector(Collector):
+    def __init__(self, counts: Callable[[], ReplicationCounts]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        counts = self._counts()
+        for name, help_text, value in (
+            (
+                "strom_leader_partitions",
+                "Partitions led by this broker (kafka.server:type=ReplicaManager,name=LeaderCount)",
+                counts.leaders,
+            ),
+            (
+                "strom_under_replicated_partitions",
+                "Partitions led here whose ISR is smaller than their replicas "
+                "(kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions)",
+                counts.under_replicated,
+            ),
+            (
+                "strom_under_min_isr_partitions",
+                "Partitions led here whose ISR is smaller than min.insync.replicas "
+                "(kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount)",
+                counts.under_min_isr,
+            ),
+            (
+                "strom_offline_partitions",
+                "Partitions without a leader, on the active controller "
+                "(kafka.controller:type=KafkaController,name=OfflinePartitionsCount)",
+                counts.offline,
+            ),
+            (
+                "strom_active_controller",
+                "1 on the active controller "
+                "(kafka.controller:type=KafkaController,name=ActiveControllerCount)",
+                int(counts.active_controller),
+            ),
+        ):
+            family = GaugeMetricFamily(name, help_text)
+            family.add_metric([], value)
+            yield family
 
 
 # (group id, state, member count, [(topic, partition, committed offset, lag)])
