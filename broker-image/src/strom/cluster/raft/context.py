@@ -104,3 +104,15 @@ class Context:
         if known is not None and isinstance(state, leaderless) and not stood_against:
             self.quorum.to_follower(epoch, known, now_ms)
         return True
+
+
+class Role:
+    """What each role of a node (`elections`, `leading`, `following`) reads from its
+    context, under short names."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.node_id = ctx.node_id
+        self.log = ctx.log
+        self.config = ctx.config
+        self.quorum = ctx.quorum

@@ -16,13 +16,12 @@ from kio.schema.errors import ErrorCode
 from strom.cluster.raft import context, leader, messages, states
 
 
-class Elections:
-    def __init__(self, ctx: context.Context) -> None:
-        self.ctx = ctx
-        self.node_id = ctx.node_id
-        self.log = ctx.log
-        self.config = ctx.config
-        self.quorum = ctx.quorum
+class Elections(context.Role):
+    def _epoch_error(self, leader_epoch: int) -> ErrorCode:
+        """Begin/EndQuorumEpoch's answer: none in this node's epoch, else fenced."""
+        if leader_epoch == self.quorum.epoch:
+            return ErrorCode.none
+        return ErrorCode.fenced_leader_epoch
 
     def prospect(self, now_ms: int) -> None:
         state = self.quorum.to_prospective(now_ms)
@@ -125,11 +124,7 @@ class Elections:
     ) -> None:
         if request.leader_epoch >= self.quorum.epoch and request.leader_id != self.node_id:
             self.ctx.current(request.leader_id, request.leader_epoch, now_ms)
-        error = (
-            ErrorCode.none
-            if request.leader_epoch == self.quorum.epoch
-            else ErrorCode.fenced_leader_epoch
-        )
+        error = self._epoch_error(request.leader_epoch)
         self.ctx.send(
             source,
             messages.BeginQuorumEpochResponse(error, self.ctx.known_leader(), self.quorum.epoch),
@@ -157,11 +152,7 @@ class Elections:
                 )
             state.leader_resigned = True
             state.fetch_deadline = min(state.fetch_deadline, now_ms + backoff)
-        error = (
-            ErrorCode.none
-            if request.leader_epoch == self.quorum.epoch
-            else ErrorCode.fenced_leader_epoch
-        )
+        error = self._epoch_error(request.leader_epoch)
         self.ctx.send(
             source,
             messages.EndQuorumEpochResponse(error, self.ctx.known_leader(), self.quorum.epoch),

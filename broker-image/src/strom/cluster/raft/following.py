@@ -17,13 +17,9 @@ class RaftError(Exception):
     """The leader asked for something Raft forbids (truncating committed entries): a bug."""
 
 
-class Following:
+class Following(context.Role):
     def __init__(self, ctx: context.Context, election: elections.Elections) -> None:
-        self.ctx = ctx
-        self.node_id = ctx.node_id
-        self.log = ctx.log
-        self.config = ctx.config
-        self.quorum = ctx.quorum
+        super().__init__(ctx)
         self.elections = election
 
     def poll_follower(self, state: states.FollowerState, now_ms: int) -> None:

@@ -16,13 +16,9 @@ from strom.cluster.raft import context, elections, leader, messages, replication
 UNKNOWN = messages.UNKNOWN
 
 
-class Leading:
+class Leading(context.Role):
     def __init__(self, ctx: context.Context, election: elections.Elections) -> None:
-        self.ctx = ctx
-        self.node_id = ctx.node_id
-        self.log = ctx.log
-        self.config = ctx.config
-        self.quorum = ctx.quorum
+        super().__init__(ctx)
         self.elections = election
 
     def poll_leader(self, state: leader.LeaderState, now_ms: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -202,11 +203,17 @@ def _endpoint_type_refusal(
     )
 
 
-def _refused_describe_cluster(
-    broker: BrokerContext, request: apis.Request, endpoint_type: int, refusal: tuple[ErrorCode, str]
+def _describe_cluster_response(
+    broker: BrokerContext,
+    request: apis.Request,
+    endpoint_type: int,
+    *,
+    controller: int = -1,
+    brokers: Sequence[dict[str, Any]] = (),
+    refusal: tuple[ErrorCode, str] | None = None,
 ) -> Any:
+    error_code, message = refusal if refusal is not None else (ErrorCode.none, None)
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
-    error_code, message = refusal
     return shaping.build(
         response_type,
         {
@@ -215,8 +222,8 @@ def _refused_describe_cluster(
             "error_message": message,
             "endpoint_type": endpoint_type,
             "cluster_id": broker.image.cluster_id,
-            "controller_id": -1,
-            "brokers": (),
+            "controller_id": controller if refusal is None else -1,
+            "brokers": brokers,
         },
     )
 
@@ -224,21 +231,16 @@ def _refused_describe_cluster(
 async def handle_describe_cluster(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
-    response_type = apis.response_class(request.header.api_key, request.header.api_version)
     endpoint_type = getattr(request.body, "endpoint_type", _BROKERS_ENDPOINT_TYPE)
     refusal = _endpoint_type_refusal(request, endpoint_type, _BROKERS_ENDPOINT_TYPE)
     if refusal is not None:
-        return _refused_describe_cluster(broker, request, endpoint_type, refusal)
-    return shaping.build(
-        response_type,
-        {
-            "throttle_time": 0,
-            "error_code": ErrorCode.none,
-            "endpoint_type": endpoint_type,
-            "cluster_id": broker.image.cluster_id,
-            "controller_id": controller_id(broker),
-            "brokers": _broker_entries(broker, request_context),
-        },
+        return _describe_cluster_response(broker, request, endpoint_type, refusal=refusal)
+    return _describe_cluster_response(
+        broker,
+        request,
+        endpoint_type,
+        controller=controller_id(broker),
+        brokers=_broker_entries(broker, request_context),
     )
 
 
@@ -251,27 +253,22 @@ async def handle_describe_controllers(
     endpoint_type = getattr(request.body, "endpoint_type", _BROKERS_ENDPOINT_TYPE)
     refusal = _endpoint_type_refusal(request, endpoint_type, _CONTROLLERS_ENDPOINT_TYPE)
     if refusal is not None:
-        return _refused_describe_cluster(broker, request, endpoint_type, refusal)
+        return _describe_cluster_response(broker, request, endpoint_type, refusal=refusal)
     voters = broker.config.quorum.voters
-    leader_id = broker.quorum.describe(broker.clock.time_ms()).leader_id
-    response_type = apis.response_class(request.header.api_key, request.header.api_version)
-    return shaping.build(
-        response_type,
-        {
-            "throttle_time": 0,
-            "error_code": ErrorCode.none,
-            "endpoint_type": endpoint_type,
-            "cluster_id": broker.image.cluster_id,
-            "controller_id": leader_id if leader_id in {v.node_id for v in voters} else -1,
-            "brokers": [
-                {
-                    "broker_id": voter.node_id,
-                    "host": voter.host,
-                    "port": voter.port,
-                    "rack": None,
-                    "is_fenced": False,
-                }
-                for voter in voters
-            ],
-        },
+    leader_id = broker.quorum.active_controller()
+    return _describe_cluster_response(
+        broker,
+        request,
+        endpoint_type,
+        controller=leader_id if leader_id in {v.node_id for v in voters} else -1,
+        brokers=[
+            {
+                "broker_id": voter.node_id,
+                "host": voter.host,
+                "port": voter.port,
+                "rack": None,
+                "is_fenced": False,
+            }
+            for voter in voters
+        ],
     )
