@@ -18,14 +18,16 @@ import asyncio
 import functools
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i32, i64
 
 from strom.cluster import (
     broker_sessions,
+    isr_changes,
     leader_election,
     metadata_log,
     placement,
@@ -445,13 +447,13 @@ class Controller:
                 want_shut_down,
                 now_ms,
             )
-            await self._commit(_Batch([*changes, *self._elections(changes)]))
+            leaving = {node_id} if answer.in_controlled_shutdown else set()
+            batch = _Batch([*changes, *self._elections(changes, leaving)])
+            await self._commit(batch)
+            if leaving and batch.entries:
+                self._sessions.entered_controlled_shutdown(node_id, self.image.offset)
         for change in changes:
-            log.info(
-                "broker %d is %s",
-                node_id,
-                type(change).__name__.removesuffix("BrokerRecord").lower() + "d",
-            )
+            log.info("broker %d is %s", node_id, _broker_change(change))
         return answer
 
     @_not_cancelled_midway
@@ -466,11 +468,13 @@ class Controller:
         return fenced
 
     def _elections(
-        self, changes: Sequence[records.MetadataRecord]
+        self, changes: Sequence[records.MetadataRecord], leaving: Set[int] = frozenset()
     ) -> list[records.PartitionChangeRecord]:
-        """New partition leaders for brokers being fenced or unfenced by ``changes``."""
+        """New partition leaders for brokers being fenced or unfenced by ``changes``, or
+        ``leaving`` in a controlled shutdown (Kafka treats both alike)."""
         fenced = {int(c.id) for c in changes if isinstance(c, records.FenceBrokerRecord)}
-        others = [b for b in self.image.live_brokers() if b.node_id not in fenced]
+        fenced |= leaving
+        others = [b for b in self.image.brokers.values() if b.is_active and b.node_id not in fenced]
         allowed: dict[str, bool] = {}  # unclean.leader.election.enable, per topic
 
         def unclean(topic: images.TopicImage) -> bool:
@@ -494,6 +498,51 @@ class Controller:
                 name,
             )
         return elected
+
+    # Partitions: ISR changes and elections ------------------------------------------
+
+    @_not_cancelled_midway
+    async def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Sequence[isr_changes.IsrChange]
+    ) -> list[isr_changes.IsrOutcome]:
+        """A partition leader's ISR changes (AlterPartition), one outcome per change."""
+        async with self._lock:
+            broker = self.image.brokers.get(broker_id)
+            if broker is None or broker.epoch != broker_epoch:
+                stale = ErrorCode.stale_broker_epoch
+                return [isr_changes.refused(change, stale) for change in changes]
+            entries, outcomes = isr_changes.plan(self.image, broker_id, changes)
+            await self._commit(_Batch(list(entries)))
+        for entry in entries:
+            log.info("broker %d changed an ISR: %s", broker_id, entry)
+        return outcomes
+
+    @_not_cancelled_midway
+    async def elect_leaders(
+        self,
+        election: leader_election.ElectionType,
+        wanted: Mapping[str, Sequence[int]] | None,
+    ) -> dict[str, dict[int, ErrorCode]]:
+        """ElectLeaders: per topic and partition, NONE (elected) or why not. ``wanted``
+        None: every partition, leaving out those whose election is not needed."""
+        async with self._lock:
+            outcomes, entries = leader_election.elect_many(self.image, election, wanted)
+            await self._commit(_Batch(list(entries)))
+        if entries:
+            log.info("elected %d leader(s) (%s election)", len(entries), election.name.lower())
+        return outcomes
+
+    @_not_cancelled_midway
+    async def balance_leaders(self) -> int:
+        """auto.leader.rebalance.enable's pass: preferred leaders back where a broker's
+        imbalance is above leader.imbalance.per.broker.percentage; how many moved."""
+        async with self._lock:
+            percentage = self._config().get_int("leader.imbalance.per.broker.percentage")
+            changes = leader_election.rebalance(self.image, percentage)
+            await self._commit(_Batch(list(changes)))
+        if changes:
+            log.info("moved %d partition(s) back to their preferred leader", len(changes))
+        return len(changes)
 
     # Producer ids --------------------------------------------------------------------
 
@@ -541,6 +590,12 @@ class Controller:
             # a log that does not apply what it commits (the Raft one does, in order)
             delta.offset = last_offset
             self._loader.load(delta)
+
+
+def _broker_change(change: records.MetadataRecord) -> str:
+    if isinstance(change, records.BrokerRegistrationChangeRecord):
+        return "in controlled shutdown"
+    return type(change).__name__.removesuffix("BrokerRecord").lower() + "d"
 
 
 def _requested_count(topic: NewTopic, config: broker_config.BrokerConfig) -> int:

@@ -66,7 +66,8 @@ class MetadataDelta:
             record,
             records.UnregisterBrokerRecord
             | records.FenceBrokerRecord
-            | records.UnfenceBrokerRecord,
+            | records.UnfenceBrokerRecord
+            | records.BrokerRegistrationChangeRecord,
         ):
             self._replay_broker_change(record)
         elif isinstance(record, records.ProducerIdsRecord):
@@ -189,9 +190,12 @@ class MetadataDelta:
         self,
         record: records.UnregisterBrokerRecord
         | records.FenceBrokerRecord
-        | records.UnfenceBrokerRecord,
+        | records.UnfenceBrokerRecord
+        | records.BrokerRegistrationChangeRecord,
     ) -> None:
-        if isinstance(record, records.UnregisterBrokerRecord):
+        if isinstance(
+            record, records.UnregisterBrokerRecord | records.BrokerRegistrationChangeRecord
+        ):
             node_id, epoch = int(record.broker_id), int(record.broker_epoch)
         else:
             node_id, epoch = int(record.id), int(record.epoch)
@@ -203,6 +207,14 @@ class MetadataDelta:
             )
         if isinstance(record, records.UnregisterBrokerRecord):
             self._brokers[node_id] = None
+        elif isinstance(record, records.BrokerRegistrationChangeRecord):
+            fenced = {-1: False, 1: True}.get(int(record.fenced), current.fenced)
+            in_controlled_shutdown = (
+                current.in_controlled_shutdown or int(record.in_controlled_shutdown) == 1
+            )
+            self._brokers[node_id] = dataclasses.replace(
+                current, fenced=fenced, in_controlled_shutdown=in_controlled_shutdown
+            )
         else:
             fenced = isinstance(record, records.FenceBrokerRecord)
             self._brokers[node_id] = dataclasses.replace(current, fenced=fenced)

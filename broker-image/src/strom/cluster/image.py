@@ -35,6 +35,12 @@ class BrokerImage:
     fenced: bool = True
     in_controlled_shutdown: bool = False
 
+    @property
+    def is_active(self) -> bool:
+        """It may lead partitions and join ISRs (Kafka's ClusterControlManager.isActive):
+        unfenced, and not in a controlled shutdown."""
+        return not self.fenced and not self.in_controlled_shutdown
+
     def endpoint(self, listener: str) -> BrokerEndpoint | None:
         return next((e for e in self.endpoints if e.listener == listener), None)
 
@@ -103,6 +109,10 @@ class MetadataImage:
     def live_brokers(self) -> list[BrokerImage]:
         """Registered brokers that are not fenced, by id."""
         return [b for _, b in sorted(self.brokers.items()) if not b.fenced]
+
+    def is_active_broker(self, node_id: int) -> bool:
+        broker = self.brokers.get(node_id)
+        return broker is not None and broker.is_active
 
     @property
     def partition_total(self) -> int:

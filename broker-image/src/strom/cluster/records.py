@@ -192,8 +192,25 @@ class UnfenceBrokerRecord:
     epoch: i64 = field(metadata={"kafka_type": "int64"})
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRegistrationChangeRecord:
+    """BrokerRegistrationChangeRecord.json, api key 17, version 1: a registered broker's
+    fencing (-1 unfenced, 0 no change, 1 fenced) or controlled shutdown (1: it entered
+    one; 0 no change) changed. Both tagged fields, as in Kafka."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[int] = 17
+    broker_id: i32 = field(metadata={"kafka_type": "int32"})
+    broker_epoch: i64 = field(metadata={"kafka_type": "int64"})
+    fenced: i8 = field(metadata={"kafka_type": "int8", "tag": 0}, default=i8(0))
+    in_controlled_shutdown: i8 = field(metadata={"kafka_type": "int8", "tag": 1}, default=i8(0))
+
+
 MetadataRecord = (
     RegisterBrokerRecord
+    | BrokerRegistrationChangeRecord
     | UnregisterBrokerRecord
     | FenceBrokerRecord
     | UnfenceBrokerRecord
@@ -209,6 +226,7 @@ _BY_API_KEY: dict[int, type[Any]] = {
     cls.__api_key__: cls
     for cls in (
         RegisterBrokerRecord,
+        BrokerRegistrationChangeRecord,
         UnregisterBrokerRecord,
         FenceBrokerRecord,
         UnfenceBrokerRecord,
