@@ -1,11 +1,11 @@
 """How a broker reaches the active controller: Kafka's NodeToControllerChannelManager.
 
 `ControllerChannel` sends the broker lifecycle RPCs (BrokerRegistration, BrokerHeartbeat,
-AllocateProducerIds) and forwarded admin requests (CreateTopics, DeleteTopics,
-CreatePartitions, AlterConfigs, IncrementalAlterConfigs, sent unchanged) to whichever
-node `active_controller()` names, on that node's controller listener (the channel's
-resolver gives a node's controller endpoint: `controller_endpoints` reads them from the
-quorum's voters).
+AllocateProducerIds), a partition leader's AlterPartition, and forwarded admin requests
+(CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs, IncrementalAlterConfigs,
+ElectLeaders, sent unchanged) to whichever node `active_controller()` names, on that
+node's controller listener (the channel's resolver gives a node's controller endpoint:
+`controller_endpoints` reads them from the quorum's voters).
 
 A request that finds no active controller, a disconnect or timeout, or an answer of
 NOT_CONTROLLER (the node lost or never had the leadership) is tried again after
@@ -22,12 +22,13 @@ exception the local controller raises (DuplicateBrokerRegistrationError, ...).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.cluster import broker_sessions, topics
+from strom.cluster import broker_sessions, isr_changes, topics
 from strom.config import quorum as quorum_config
 from strom.network import channel as channels
 from strom.network import clock as clocks
@@ -39,6 +40,7 @@ log = logging.getLogger(__name__)
 BROKER_REGISTRATION = 62
 BROKER_HEARTBEAT = 63
 ALLOCATE_PRODUCER_IDS = 67
+ALTER_PARTITION = 56
 
 DEFAULT_REQUEST_TIMEOUT_S = 30.0  # request.timeout.ms
 DEFAULT_RETRY_BACKOFF_S = 0.1  # retry.backoff.ms
@@ -177,6 +179,67 @@ class ControllerChannel:
         start = int(response.producer_id_start)
         return range(start, start + int(response.producer_id_len))
 
+    async def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Sequence[isr_changes.IsrChange]
+    ) -> list[isr_changes.IsrOutcome]:
+        """AlterPartition (v3, or v2 with a controller that has no v3: the new ISR without
+        broker epochs): the controller's outcome per change, in order (a change the
+        answer leaves out gets UNKNOWN_SERVER_ERROR). STALE_BROKER_EPOCH, the whole
+        request's error, is every change's."""
+        response = await self._send(
+            outbound.Draft(
+                ALTER_PARTITION,
+                {
+                    "broker_id": broker_id,
+                    "broker_epoch": broker_epoch,
+                    "topics": [
+                        {
+                            "topic_id": topic_id,
+                            "partitions": [
+                                {
+                                    "partition_index": change.partition,
+                                    "leader_epoch": change.leader_epoch,
+                                    "new_isr": list(change.new_isr),
+                                    "new_isr_with_epochs": [
+                                        {"broker_id": member, "broker_epoch": epoch}
+                                        for member, epoch in _with_epochs(change)
+                                    ],
+                                    "leader_recovery_state": 0,
+                                    "partition_epoch": change.partition_epoch,
+                                }
+                                for change in grouped
+                            ],
+                        }
+                        for topic_id, grouped in _by_topic(changes).items()
+                    ],
+                },
+            ),
+            "AlterPartition",
+        )
+        code = ErrorCode(response.error_code)
+        if code != ErrorCode.none:
+            return [isr_changes.refused(change, code) for change in changes]
+        answered = {
+            (topic.topic_id, int(p.partition_index)): isr_changes.IsrOutcome(
+                topic.topic_id,
+                int(p.partition_index),
+                ErrorCode(p.error_code),
+                int(p.leader_id),
+                int(p.leader_epoch),
+                tuple(int(r) for r in p.isr),
+                int(p.partition_epoch),
+            )
+            for topic in response.topics
+            for p in topic.partitions
+        }
+        return [
+            answered.get(
+                (change.topic_id, change.partition),
+                isr_changes.refused(change, ErrorCode.unknown_server_error),
+            )
+            for change in changes
+        ]
+
     # Forwarding ----------------------------------------------------------------------
 
     def is_local(self) -> bool:
@@ -222,6 +285,20 @@ class ControllerChannel:
         if timed_out is not None:
             raise ControllerTimeoutError(f"{api_name} timed out: {timed_out}")
         raise ControllerUnavailableError(f"{api_name}: no active controller answered in time")
+
+
+def _by_topic(
+    changes: Sequence[isr_changes.IsrChange],
+) -> dict[uuid.UUID, list[isr_changes.IsrChange]]:
+    grouped: dict[uuid.UUID, list[isr_changes.IsrChange]] = {}
+    for change in changes:
+        grouped.setdefault(change.topic_id, []).append(change)
+    return grouped
+
+
+def _with_epochs(change: isr_changes.IsrChange) -> list[tuple[int, int]]:
+    epochs = change.broker_epochs or (isr_changes.NO_BROKER_EPOCH,) * len(change.new_isr)
+    return list(zip(change.new_isr, epochs, strict=True))
 
 
 def _answers_not_controller(response: Any) -> bool:

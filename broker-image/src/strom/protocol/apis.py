@@ -45,12 +45,14 @@ class ApiKey(enum.IntEnum):
     ALTER_CONFIGS = 33
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
     OFFSET_DELETE = 47
     VOTE = 52
     BEGIN_QUORUM_EPOCH = 53
     END_QUORUM_EPOCH = 54
     DESCRIBE_QUORUM = 55
+    ALTER_PARTITION = 56
     FETCH_SNAPSHOT = 59
     DESCRIBE_CLUSTER = 60
     BROKER_REGISTRATION = 62
@@ -85,6 +87,7 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.ELECT_LEADERS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_QUORUM: (0, 2),
@@ -93,7 +96,8 @@ SUPPORTED_VERSIONS: VersionTable = {
 
 # What a Kafka 4 controller answers on its controller listener, of what Strom serves there:
 # the quorum's own RPCs (Fetch here is the Raft Fetch of `__cluster_metadata`, decoded by
-# cluster/raft_wire.py, which reads every version kio has), the broker lifecycle RPCs,
+# cluster/raft_wire.py, which reads every version kio has), the broker lifecycle RPCs and
+# AlterPartition (a partition leader's ISR changes),
 # DescribeQuorum and DescribeCluster (kafka-metadata-quorum.sh --bootstrap-controller and
 # the Admin client's bootstrap-controller mode), and the admin APIs a broker forwards to
 # the active controller. Those take every version the client listener takes, since a
@@ -110,12 +114,14 @@ CONTROLLER_VERSIONS: VersionTable = {
     ApiKey.BROKER_REGISTRATION: (0, 4),
     ApiKey.BROKER_HEARTBEAT: (0, 1),
     ApiKey.ALLOCATE_PRODUCER_IDS: (0, 0),
+    ApiKey.ALTER_PARTITION: (2, 3),  # v2+ names topics by id, as Kafka 4's brokers send it
     ApiKey.CREATE_TOPICS: SUPPORTED_VERSIONS[ApiKey.CREATE_TOPICS],
     ApiKey.DELETE_TOPICS: SUPPORTED_VERSIONS[ApiKey.DELETE_TOPICS],
     ApiKey.CREATE_PARTITIONS: SUPPORTED_VERSIONS[ApiKey.CREATE_PARTITIONS],
     ApiKey.ALTER_CONFIGS: SUPPORTED_VERSIONS[ApiKey.ALTER_CONFIGS],
     ApiKey.INCREMENTAL_ALTER_CONFIGS: SUPPORTED_VERSIONS[ApiKey.INCREMENTAL_ALTER_CONFIGS],
     ApiKey.DESCRIBE_CONFIGS: SUPPORTED_VERSIONS[ApiKey.DESCRIBE_CONFIGS],
+    ApiKey.ELECT_LEADERS: SUPPORTED_VERSIONS[ApiKey.ELECT_LEADERS],
 }
 
 _SIZE = struct.Struct(">i")

@@ -48,7 +48,11 @@ GROUP_TICK_S = 0.1
 FENCE_CHECK_S = 0.5
 # A starting broker says it still waits to be unfenced this often.
 UNFENCE_LOG_EVERY_S = 10
-# How long a stopping broker asks the controller to let it go (controlled shutdown).
+# How long a stopping broker asks the controller to let it go (controlled shutdown): the
+# controller moves its leaderships at once and lets it go once every active broker has
+# reported that metadata in a heartbeat (broker.heartbeat.interval.ms, 2 s by default).
+# Kafka's broker waits up to its shutdown timeout (5 minutes); a Strom broker that cannot
+# reach a controller (the last nodes of a cluster stopping) should not hold its stop long.
 CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 # Kafka's SecurityProtocol ids, as RegisterBrokerRecord carries them.
 _SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -304,6 +308,7 @@ class Broker:
             await self._http.start()
         await self._join_cluster()
         self._tasks.append(loop.create_task(self._fence_expired_brokers()))
+        self._tasks.append(loop.create_task(self._balance_leaders()))
         self._tasks.append(loop.create_task(self.replicas.run_maintenance()))
         self._tasks.append(loop.create_task(self._run_group_timers()))
         if self.config.get_bool("log.cleaner.enable"):
@@ -382,6 +387,22 @@ class Broker:
                 await self.controller.fence_expired_brokers(self.clock.time_ms())
             except topics.MetadataError as error:
                 log.debug("fencing expired brokers: %s", error)
+
+    async def _balance_leaders(self) -> None:
+        """auto.leader.rebalance.enable: the active controller gives partitions back to
+        their preferred replicas every leader.imbalance.check.interval.seconds (the first
+        time one interval after start, as Kafka's controller schedules it)."""
+        while True:
+            await self.clock.sleep(self.config.get_int("leader.imbalance.check.interval.seconds"))
+            if not (
+                self.config.get_bool("auto.leader.rebalance.enable")
+                and self.metadata_log.is_active_controller()
+            ):
+                continue
+            try:
+                await self.controller.balance_leaders()
+            except topics.MetadataError as error:
+                log.debug("balancing partition leaders: %s", error)
 
     def _cleaner_pass(self, removed: int) -> None:
         self.metrics.cleaner_records_removed.inc(removed)

@@ -2,7 +2,8 @@
 
 A client's admin request is forwarded as it is (`handlers.forwarding`); the broker's own
 needs are not client requests: `__consumer_offsets` created on first use, a topic
-auto-created by a Metadata request, a block of producer ids. `ClusterControl` serves
+auto-created by a Metadata request, a block of producer ids, a partition leader's ISR
+changes (AlterPartition). `ClusterControl` serves
 them from the local `controller.Controller` when this node is the active controller and
 through the `ControllerChannel` otherwise, then waits until this node's image shows the
 change (a caller reads the image next), as Kafka's broker waits for its metadata cache.
@@ -20,7 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from strom.clock import Clock
-from strom.cluster import controller, controller_channel, topics
+from strom.cluster import controller, controller_channel, isr_changes, topics
 from strom.cluster import delta as deltas
 from strom.cluster import image as images
 from strom.cluster import loader as loaders
@@ -104,6 +105,16 @@ class ClusterControl:
         if self._is_local() or self._remote is None:
             return await self._local.allocate_producer_ids(broker_id)
         return await self._remote.allocate_producer_ids(broker_id)
+
+    async def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Sequence[isr_changes.IsrChange]
+    ) -> list[isr_changes.IsrOutcome]:
+        """A partition leader's ISR changes (`broker_epoch`: BrokerLifecycle.broker_epoch).
+        Each outcome says the partition's state: error none, the committed one. Raises
+        topics.MetadataError when no controller answered."""
+        if self._is_local() or self._remote is None:
+            return await self._local.alter_partition(broker_id, broker_epoch, changes)
+        return await self._remote.alter_partition(broker_id, broker_epoch, changes)
 
 
 def _create_topics_request(wanted: Sequence[controller.NewTopic]) -> Any:

@@ -8,7 +8,8 @@ the first heartbeat after it has caught up, unless it asks to stay fenced
 (`wait_until_ready`: heartbeats ask to be fenced until `ready_to_unfence()`, as Kafka's
 broker does while it recovers its logs). `shut_down` is the controlled shutdown:
 heartbeats that ask to shut down until the controller answers that the broker may
-(it has fenced it and moved its leaderships), or until a deadline.
+(it has moved the leaderships other in-sync replicas can take, every active broker
+knows, and it has fenced it), or until a deadline.
 
 A heartbeat that the controller no longer knows (STALE_BROKER_EPOCH: another
 registration of this node id replaced this one) makes the broker register again.
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_RETRY_BACKOFF_MS = 100  # between failed registrations (Kafka's retry.backoff.ms)
+CONTROLLED_SHUTDOWN_RETRY_S = 0.05  # Kafka's BrokerLifecycleManager: 50 ms
 
 
 class LifecycleController(Protocol):
@@ -121,6 +123,7 @@ class BrokerLifecycle:
         if self.broker_epoch is None:
             return False
         deadline = self._clock.monotonic() + timeout_s
+        first = True
         while True:
             remaining = deadline - self._clock.monotonic()
             try:
@@ -136,7 +139,11 @@ class BrokerLifecycle:
             if remaining <= 0 or self.broker_epoch is None:
                 log.warning("broker %d shuts down without the controller's leave", self.node_id)
                 return False
-            await self._clock.sleep(min(self._interval_s, remaining))
+            # Kafka's broker asks again soon after the first answer (its leaderships may
+            # have moved at once), then every heartbeat interval.
+            again_s = CONTROLLED_SHUTDOWN_RETRY_S if first else self._interval_s
+            first = False
+            await self._clock.sleep(min(again_s, remaining))
 
     # The loop ------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""BrokerRegistration, BrokerHeartbeat and AllocateProducerIds: what brokers ask the
-active controller on its controller listener (Kafka's ControllerApis).
+"""BrokerRegistration, BrokerHeartbeat, AllocateProducerIds and AlterPartition: what
+brokers ask the active controller on its controller listener (Kafka's ControllerApis).
 
 Each goes to this node's Controller, which refuses with NotControllerError when it is not
 the active controller; its refusals become the Kafka error codes a broker's lifecycle
@@ -10,11 +10,12 @@ register again; DUPLICATE_BROKER_REGISTRATION: the id is taken by a live incarna
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.cluster import broker_sessions, topics
+from strom.cluster import broker_sessions, isr_changes, topics
 from strom.cluster import image as images
 from strom.protocol import apis, shaping
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_ZERO_UUID = uuid.UUID(int=0)
+
 _LIFECYCLE_ERRORS: dict[type[Exception], ErrorCode] = {
     broker_sessions.DuplicateBrokerRegistrationError: ErrorCode.duplicate_broker_registration,
     broker_sessions.InconsistentClusterError: ErrorCode.inconsistent_cluster_id,
@@ -30,6 +33,7 @@ _LIFECYCLE_ERRORS: dict[type[Exception], ErrorCode] = {
     topics.NotControllerError: ErrorCode.not_controller,
     # The change could not be made durable: the broker retries, as on a timeout.
     topics.StorageFailedError: ErrorCode.kafka_storage_error,
+    topics.CommitTimeoutError: ErrorCode.request_timed_out,
 }
 
 
@@ -135,4 +139,67 @@ async def handle_allocate_producer_ids(
             "producer_id_start": block.start,
             "producer_id_len": len(block),
         },
+    )
+
+
+async def handle_alter_partition(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
+    """A partition leader's ISR changes (v2+ names topics by id; v3 gives each new ISR
+    member's broker epoch)."""
+    body = request.body
+    if not broker.quorum.is_active_controller():
+        return _response(request, {"error_code": ErrorCode.not_controller, "topics": []})
+    changes = [
+        _isr_change(topic.topic_id, partition)
+        for topic in body.topics
+        for partition in topic.partitions
+    ]
+    try:
+        outcomes = await broker.controller.alter_partition(
+            int(body.broker_id), int(body.broker_epoch), changes
+        )
+    except topics.MetadataError as error:
+        return _response(request, {"error_code": lifecycle_error_code(error), "topics": []})
+    if any(outcome.error == ErrorCode.stale_broker_epoch for outcome in outcomes):
+        return _response(request, {"error_code": ErrorCode.stale_broker_epoch, "topics": []})
+    by_topic: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for outcome in outcomes:
+        by_topic.setdefault(outcome.topic_id, []).append(
+            {
+                "partition_index": outcome.partition,
+                "error_code": outcome.error,
+                "leader_id": outcome.leader,
+                "leader_epoch": outcome.leader_epoch,
+                "isr": list(outcome.isr),
+                "leader_recovery_state": 0,
+                "partition_epoch": outcome.partition_epoch,
+            }
+        )
+    return _response(
+        request,
+        {
+            "error_code": ErrorCode.none,
+            "topics": [
+                {"topic_id": topic_id, "partitions": partitions}
+                for topic_id, partitions in by_topic.items()
+            ],
+        },
+    )
+
+
+def _isr_change(topic_id: uuid.UUID | None, partition: Any) -> isr_changes.IsrChange:
+    with_epochs = getattr(partition, "new_isr_with_epochs", None)
+    if with_epochs is not None:
+        isr = tuple(int(member.broker_id) for member in with_epochs)
+        epochs = tuple(int(member.broker_epoch) for member in with_epochs)
+    else:
+        isr, epochs = tuple(int(member) for member in partition.new_isr), ()
+    return isr_changes.IsrChange(
+        topic_id=topic_id or _ZERO_UUID,
+        partition=int(partition.partition_index),
+        leader_epoch=int(partition.leader_epoch),
+        partition_epoch=int(partition.partition_epoch),
+        new_isr=isr,
+        broker_epochs=epochs,
     )

@@ -1,10 +1,11 @@
 """Admin requests on a client listener go to the active controller (Kafka's forwarding).
 
 `forwarded(handler)` wraps the handler of CreateTopics, DeleteTopics, CreatePartitions,
-AlterConfigs or IncrementalAlterConfigs in the client listener's table: when the broker
-has a `controller_forwarder` and this node is not the active controller, the decoded
-request goes unchanged to the active controller's controller listener and its response
-comes back as it is (same API and version, so it is the response the client expects).
+AlterConfigs, IncrementalAlterConfigs or ElectLeaders in the client listener's table:
+when the broker has a `controller_forwarder` and this node is not the active controller,
+the decoded request goes unchanged to the active controller's controller listener and its
+response comes back as it is (same API and version, so it is the response the client
+expects).
 Otherwise the handler runs here. When no controller answers in time, every topic or
 resource of the request gets NOT_CONTROLLER (no active controller found) or
 REQUEST_TIMED_OUT; both are retriable, and Kafka's clients retry them.
@@ -100,6 +101,18 @@ def failed_response(request: apis.Request, code: ErrorCode, message: str) -> Any
                 "resource_name": resource.resource_name,
             }
             for resource in body.resources
+        ]
+    elif api_key == apis.ApiKey.ELECT_LEADERS:
+        fields["error_code"] = code
+        fields["replica_election_results"] = [
+            {
+                "topic": entry.topic,
+                "partition_result": [
+                    {"partition_id": index, "error_code": code, "error_message": message}
+                    for index in entry.partitions
+                ],
+            }
+            for entry in body.topic_partitions or ()
         ]
     elif api_key == apis.ApiKey.DESCRIBE_QUORUM:
         fields.update(error_code=code, error_message=message, topics=(), nodes=())
