@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 from strom.cluster import delta as deltas
 from strom.cluster import image as images
@@ -89,3 +90,27 @@ def test_an_unclean_election_takes_any_live_replica_alone_in_the_isr() -> None:
     offline = applied(image, leader_election.after_fencing(image, {1}))
     back = applied(offline, leader_election.after_unfencing(offline, 2, lambda topic: True))
     assert states(back) == [(2, (2,), 2)]
+
+
+def test_the_rebalance_waits_until_a_broker_is_imbalanced_beyond_the_percentage() -> None:
+    # Broker 1 is the preferred replica of 20 partitions; 2 leads `moved` of them.
+    def moved_back(moved: int) -> int:
+        image = image_with(*[((1, 2), (1, 2), 2 if i < moved else 1) for i in range(20)])
+        return len(leader_election.rebalance(image, 10))
+
+    assert moved_back(2) == 0  # 10 %: not above leader.imbalance.per.broker.percentage
+    assert moved_back(3) == 3  # 15 %
+
+
+def test_a_preferred_election_needs_the_preferred_replica_active_and_in_sync() -> None:
+    image = image_with(((1, 2), (2,), 2), ((1, 2), (1, 2), 1), ((3, 2), (3, 2), 2))
+    topic = image.topics["t"]
+    preferred = leader_election.ElectionType.PREFERRED
+    codes = [
+        leader_election.elect(image, topic, p, preferred)[0] for p in topic.partitions.values()
+    ]
+    assert codes == [
+        ErrorCode.preferred_leader_not_available,
+        ErrorCode.election_not_needed,
+        ErrorCode.none,
+    ]
