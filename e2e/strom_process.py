@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import shlex
 import shutil
 import signal
@@ -41,11 +42,23 @@ SHARED_BROKER_OVERRIDES: dict[str, str] = {"log.retention.ms": "-1"}
 live: list[StromProcess] = []
 
 
+# Below Linux's ephemeral range (32768-60999): a port the kernel hands out for port 0 or
+# for a client's outgoing connection is one another test may take before the broker binds
+# it; random ones from here only collide with each other's rare equal picks.
+_PORTS = range(20_000, 32_000)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    for _ in range(100):
+        port = random.choice(_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port found in {_PORTS}")
 
 
 def server_command() -> list[str]:

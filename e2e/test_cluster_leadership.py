@@ -2,15 +2,13 @@
 (ElectLeaders, forwarded to the active controller) and the controlled shutdown of a
 broker that leads partitions of an RF 3 topic.
 
-The controlled-shutdown test needs ISRs with several members (followers replicating);
-until replication gives a new topic's partitions every replica in the ISR it xfails,
-saying so. What the election tool can show without them is asserted now: partitions led
-by their preferred replica need no election, and an unknown partition is refused.
+Partitions led by their preferred replica need no election, and an unknown partition is
+refused; a leader stopped with SIGTERM (controlled shutdown) hands its partitions to
+in-sync followers before it exits.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -103,7 +101,6 @@ def test_kafka_leader_election_tool(java_peers: JavaPeers, cluster: StromCluster
 def test_a_stopping_leader_hands_its_partitions_over_before_it_exits(
     cluster: StromCluster,
 ) -> None:
-    """Needs replication (ISR = every replica): xfails until then."""
     create(cluster, "handed-over")
     survivor = cluster.nodes[1]
 
@@ -111,11 +108,7 @@ def test_a_stopping_leader_hands_its_partitions_over_before_it_exits(
         seen = partitions(survivor.bootstrap, "handed-over")
         return len(seen) == 3 and all(len(isr) == 3 for _, isr in seen.values())
 
-    deadline = time.monotonic() + 20
-    while not full_isrs():
-        if time.monotonic() > deadline:
-            pytest.xfail("a new topic's ISR is its leader alone until replication merges")
-        time.sleep(0.2)
+    wait_until(full_isrs, 20, "every replica of handed-over in sync")
     before = partitions(survivor.bootstrap, "handed-over")
     leaving = next(leader for leader, _ in before.values() if leader != 1)
     cluster.nodes[leaving].stop()  # SIGTERM: exits 0 once the controller lets it go

@@ -120,8 +120,8 @@ def test_replication_factor_three_places_a_replica_on_every_broker(
     assert sorted(lead.values()) == [2, 2, 2]
     for partition in described.partitions.values():
         assert sorted(partition.replicas) == [1, 2, 3]
-        # no replication yet (issue 13): the in-sync replicas are the leader alone
-        assert partition.isrs == [partition.leader]
+        # nothing written yet: every replica is in sync from the start
+        assert sorted(partition.isrs) == [1, 2, 3]
     for node_id in (1, 2, 3):
         hosted = sorted(Path(cluster.nodes[node_id].log_dir).glob("rf3-*"))
         assert len(hosted) == 6, f"broker {node_id} hosts {hosted}"

@@ -71,15 +71,14 @@ class Cluster:
         )
 
     async def topic(self, name: str, *assignments: tuple[int, ...]) -> uuid.UUID:
-        """A topic with these replicas, every replica in the ISR (as AlterPartition
-        makes it once followers catch up)."""
+        """A topic with these replicas, every replica in the ISR (a new topic's
+        replicas are all in sync: nothing is written yet)."""
         (created,) = await self.controller.create_topics(
             [controller.NewTopic(name, assignments=assignments)]
         )
         assert created.error is None and created.topic_id is not None
         for index, replicas in enumerate(assignments):
-            (outcome,) = await self.alter(replicas[0], created.topic_id, index, replicas)
-            assert outcome.error == ErrorCode.none, outcome
+            assert self.state(name, index)[:2] == (replicas[0], replicas)
         return created.topic_id
 
     async def alter(
@@ -126,21 +125,21 @@ async def test_an_isr_change_commits_one_record_and_bumps_the_partition_epoch(
     cluster: Cluster,
 ) -> None:
     await cluster.topic("t", (1, 2, 3))
-    assert cluster.state("t") == (1, (1, 2, 3), 0, 1)
+    assert cluster.state("t") == (1, (1, 2, 3), 0, 0)
     topic_id = cluster.image.topics["t"].topic_id
     before = cluster.image.offset
     (shrunk,) = await cluster.alter(1, topic_id, 0, (1, 3))
     assert (shrunk.error, shrunk.isr, shrunk.partition_epoch, shrunk.leader_epoch) == (
         ErrorCode.none,
         (1, 3),
-        2,
+        1,
         0,
     )
-    assert cluster.state("t") == (1, (1, 3), 0, 2)
+    assert cluster.state("t") == (1, (1, 3), 0, 1)
     assert cluster.image.offset == before + 1
     # The same ISR again: the current state, no record.
     (same,) = await cluster.alter(1, topic_id, 0, (1, 3))
-    assert (same.error, same.partition_epoch) == (ErrorCode.none, 2)
+    assert (same.error, same.partition_epoch) == (ErrorCode.none, 1)
     assert cluster.image.offset == before + 1
 
 
@@ -151,7 +150,7 @@ async def test_isr_changes_are_refused_as_kafka_refuses_them(cluster: Cluster) -
         (outcome,) = await cluster.alter(leader, topic_id, 0, isr, **epochs)
         return outcome.error
 
-    assert await error(1, (1, 2), partition_epoch=0) == ErrorCode.invalid_update_version
+    assert await error(1, (1, 2), partition_epoch=-1) == ErrorCode.invalid_update_version
     assert await error(1, (1, 2), leader_epoch=1) == ErrorCode.not_controller  # newer
     assert await error(2, (1, 2)) == ErrorCode.invalid_request  # not the leader
     assert await error(1, (1, 4)) == ErrorCode.invalid_request  # 4 is no replica
@@ -164,7 +163,7 @@ async def test_isr_changes_are_refused_as_kafka_refuses_them(cluster: Cluster) -
         1, cluster.epochs[1] + 1, [isr_changes.IsrChange(topic_id, 0, 0, 1, (1, 2))]
     )
     assert [o.error for o in stale] == [ErrorCode.stale_broker_epoch]
-    assert cluster.state("t") == (1, (1, 2, 3), 0, 1)  # nothing changed
+    assert cluster.state("t") == (1, (1, 2, 3), 0, 0)  # nothing changed
 
     # An older leader epoch once the leadership moved away and back: FENCED_LEADER_EPOCH.
     await cluster.heartbeat(1, fence=True)
@@ -211,9 +210,9 @@ async def test_controlled_shutdown_moves_leaderships_before_letting_the_broker_g
     assert broker.in_controlled_shutdown and not broker.fenced
     # Its leaderships went to the next in-sync replica (leader epoch bumped), it left the
     # ISRs, and the partition it alone had went offline, as Kafka's controller does.
-    assert cluster.state("t", 0) == (2, (2, 3), 1, 2)
-    assert cluster.state("t", 1) == (2, (2, 3), 0, 2)
-    assert cluster.state("t", 2) == (3, (3, 2), 1, 2)
+    assert cluster.state("t", 0) == (2, (2, 3), 1, 1)
+    assert cluster.state("t", 1) == (2, (2, 3), 0, 1)
+    assert cluster.state("t", 2) == (3, (3, 2), 1, 1)
     assert cluster.state("alone") == (-1, (1,), 1, 1)
 
     # Not yet: brokers 2 and 3 have not reported that metadata.

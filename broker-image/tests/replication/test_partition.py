@@ -78,7 +78,7 @@ def test_consumers_never_read_past_the_high_watermark(log: partition_log.Partiti
     consumer = partition.read(0, 1 << 20)
     assert consumer.high_watermark == 1 and consumer.size == len(batch(b"a"))
     assert partition.read(1, 1 << 20).records is None  # at the high watermark: nothing yet
-    follower = partition.read(0, 1 << 20, replica_id=2)
+    follower = partition.read(0, 1 << 20, follower=partitions.FollowerFetch(2))
     assert follower.size == 2 * len(batch(b"a"))  # followers read to the log end
 
 
@@ -128,20 +128,20 @@ async def test_acks_all_completes_when_the_high_watermark_covers_the_batch(
 ) -> None:
     partition = leader(log)
     outcome = append(partition, batch(b"a", b"b"), acks=-1)
-    assert await partition.committed(outcome) is True
+    assert await partition.wait_committed(outcome) is None
     # A batch the high watermark has not reached yet waits for it.
     log.update_high_watermark(0)
-    waiting = asyncio.ensure_future(partition._committed(1))
+    waiting = asyncio.ensure_future(partition.wait_committed(outcome))
     await asyncio.sleep(0)
     assert not waiting.done()
     append(partition, batch(b"c"))  # the leader-only ISR moves the high watermark on
-    assert await asyncio.wait_for(waiting, 1) is True
-    # A partition that goes away releases its waiters with False.
+    assert await asyncio.wait_for(waiting, 1) is None
+    # A partition that goes away releases its waiters with NOT_LEADER.
     log.update_high_watermark(0)
-    gone = asyncio.ensure_future(partition._committed(2))
+    gone = asyncio.ensure_future(partition.wait_committed(outcome))
     await asyncio.sleep(0)
     partition.close_waiters()
-    assert await asyncio.wait_for(gone, 1) is False
+    assert await asyncio.wait_for(gone, 1) is partitions.AppendError.NOT_LEADER
 
 
 @pytest.mark.parametrize(

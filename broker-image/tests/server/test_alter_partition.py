@@ -102,20 +102,20 @@ async def test_alter_partition_commits_a_good_change_and_refuses_a_stale_one(
     )
     assert created.error is None and created.topic_id is not None
 
-    grown = await _alter(broker, epoch, created.topic_id, 0, [broker.node_id, OTHER])
-    assert grown.error_code == ErrorCode.none
-    (partition,) = grown.topics[0].partitions
+    shrunk = await _alter(broker, epoch, created.topic_id, 0, [broker.node_id])
+    assert shrunk.error_code == ErrorCode.none
+    (partition,) = shrunk.topics[0].partitions
     assert (partition.error_code, list(partition.isr), partition.partition_epoch) == (
         ErrorCode.none,
-        [broker.node_id, OTHER],
+        [broker.node_id],
         1,
     )
     assert (partition.leader_id, partition.leader_epoch) == (broker.node_id, 0)
 
-    stale = await _alter(broker, epoch, created.topic_id, 0, [broker.node_id])
+    stale = await _alter(broker, epoch, created.topic_id, 0, [broker.node_id, OTHER])
     (refused,) = stale.topics[0].partitions
     assert refused.error_code == ErrorCode.invalid_update_version
-    assert list(refused.isr) == [broker.node_id, OTHER]
+    assert list(refused.isr) == [broker.node_id]
 
     metadata = await call(
         broker,
@@ -128,7 +128,7 @@ async def test_alter_partition_commits_a_good_change_and_refuses_a_stale_one(
         },
     )
     (shown,) = metadata.topics[0].partitions
-    assert list(shown.isr_nodes) == [broker.node_id, OTHER]
+    assert list(shown.isr_nodes) == [broker.node_id]
 
     wrong_epoch = await _alter(broker, epoch + 100, created.topic_id, 1, [broker.node_id])
     assert (wrong_epoch.error_code, wrong_epoch.topics) == (ErrorCode.stale_broker_epoch, ())

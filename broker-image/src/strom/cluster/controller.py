@@ -291,16 +291,19 @@ class Controller:
         first: int,
         replica_lists: Sequence[tuple[int, ...]],
     ) -> None:
+        live = set(self.live_brokers())
         for offset, replicas in enumerate(replica_lists):
             index = first + offset
+            # As Kafka: the ISR is the replicas that can serve (nothing is written yet, so
+            # they are in sync), the first of them leads.
+            isr = [r for r in replicas if r in live] or [replicas[0]]
             batch.entries.append(
                 records.PartitionRecord(
                     partition_id=i32(index),
                     topic_id=topic_id,
                     replicas=tuple(i32(r) for r in replicas),
-                    # Until followers replicate (issue 13) only the leader is in sync.
-                    isr=(i32(replicas[0]),),
-                    leader=i32(replicas[0]),
+                    isr=tuple(i32(r) for r in isr),
+                    leader=i32(isr[0]),
                     leader_epoch=i32(0),
                     partition_epoch=i32(0),
                 )

@@ -451,6 +451,7 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("replica.fetch.wait.max.ms", _I, "500", "Maximum wait time of a follower's fetch."),
     ConfigDef("replica.fetch.response.max.bytes", _I, "10485760", "Maximum bytes expected for a whole follower fetch response.", AtLeast(0)),
     ConfigDef("replica.socket.timeout.ms", _I, "30000", "Socket timeout for follower fetch requests."),
+    ConfigDef("replica.fetch.backoff.ms", _I, "1000", "How long a follower waits before fetching again after an error.", AtLeast(0)),
     ConfigDef("num.replica.fetchers", _I, "1", "Fetcher threads per source broker." + _IGNORED, dynamic=True, ignored=True),
     # --- network
     ConfigDef("message.max.bytes", _I, "1048588", "Largest record batch size the broker accepts.", AtLeast(0), dynamic=True),

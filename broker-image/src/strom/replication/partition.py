@@ -6,26 +6,38 @@ consumers, leader epochs fenced), offsets by time (`list_offset`) and DeleteReco
 go through here, so the rules replication adds (ISR, followers, truncation) live in one
 place. Results carry typed errors that the request handlers map to Kafka's codes.
 
-With no followers yet the in-sync replica set is the leader alone, so the high
-watermark moves to the log end offset on every append.
+As leader it tracks its followers' fetches (`follower_states`): the high watermark is
+the smallest log end offset over the ISR, followers that stop catching up for
+`replica.lag.time.max.ms` are proposed out of the ISR and those that catch up back in
+(`propose_isr`, which the replica manager sends to the controller as AlterPartition). As
+follower it takes the leader's batches verbatim (`append_as_follower`) and truncates a
+tail that diverges from the leader's log by leader epoch (`truncate_diverging`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
+import logging
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from strom.cluster import image as images
 from strom.protocol import regions
 from strom.records import batches
+from strom.replication import follower_states
 from strom.storage import log_config, partition_log, producer_state, validator
+
+log = logging.getLogger(__name__)
 
 
 class AppendError(enum.Enum):
     NOT_LEADER = "not_leader"
     NOT_ENOUGH_REPLICAS = "not_enough_replicas"
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = "not_enough_replicas_after_append"
+    TIMED_OUT = "timed_out"
     MESSAGE_TOO_LARGE = "message_too_large"
     INVALID_RECORD = "invalid_record"
     CORRUPT_MESSAGE = "corrupt_message"
@@ -48,6 +60,8 @@ class ReadError(enum.Enum):
     FENCED_LEADER_EPOCH = "fenced_leader_epoch"
     UNKNOWN_LEADER_EPOCH = "unknown_leader_epoch"
     OFFSET_OUT_OF_RANGE = "offset_out_of_range"
+    # a new leader whose high watermark has not reached its epoch's start yet
+    OFFSET_NOT_AVAILABLE = "offset_not_available"
 
 
 class Isolation(enum.IntEnum):
@@ -84,10 +98,28 @@ class ReadOutcome:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: regions.RecordRegions | None = None
+    # (epoch, end offset) where a follower's log stops agreeing with the leader's
+    diverging_epoch: tuple[int, int] | None = None
 
     @property
     def size(self) -> int:
         return 0 if self.records is None else self.records.size
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerFetch:
+    """Who fetches, for a follower's fetch: its id and the epoch of its last batch."""
+
+    replica_id: int
+    last_fetched_epoch: int = -1
+
+
+# The leader's answer to its own ISR proposals: (proposed ISR, partition epoch it applies to)
+IsrProposer = Callable[["Partition", tuple[int, ...]], None]
+
+
+def _no_proposals(partition: Partition, isr: tuple[int, ...]) -> None:
+    pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,22 +139,32 @@ class Partition:
         node_id: int,
         state: images.PartitionImage | None = None,
         on_storage_error: Callable[[OSError], None] = lambda error: None,
+        *,
+        now_ms: Callable[[], int] = partition_log.wall_clock_ms,
+        propose_isr: IsrProposer = _no_proposals,
     ) -> None:
         self.topic = topic
         self._on_storage_error = on_storage_error
+        self._now_ms = now_ms
+        self._propose_isr = propose_isr
         self.index = index
         self.log = log
         self.node_id = node_id
-        self.leader_epoch = 0
-        self.leader = node_id
+        self.topic_id: uuid.UUID | None = None
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.leader = images.NO_LEADER
         self.replicas: tuple[int, ...] = (node_id,)
         self.isr: tuple[int, ...] = (node_id,)
-        self._fetch_waiters: set[asyncio.Future[None]] = set()
-        # (offset the high watermark must pass, future) of acks=all producers
-        self._hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
-        if state is not None:
-            self.become(state)
-        log.update_high_watermark(log.log_end_offset)
+        self.followers = follower_states.Followers()
+        # the ISR proposed to the controller and not answered yet
+        self.proposed_isr: tuple[int, ...] | None = None
+        self._epoch_start_offset = 0  # where this leadership's epoch starts in the log
+        self._fetch_waiters: set[asyncio.Future[None]] = set()  # consumers: HW moved
+        self._replica_waiters: set[asyncio.Future[None]] = set()  # followers: LEO moved
+        # (offset the high watermark must pass, min.insync.replicas, future) of acks=all
+        self._hw_waiters: list[tuple[int, int, asyncio.Future[AppendError | None]]] = []
+        self.become(state or _alone(index, node_id))
 
     def __repr__(self) -> str:
         return f"Partition({self.topic}-{self.index}, epoch {self.leader_epoch})"
@@ -131,10 +173,36 @@ class Partition:
 
     def become(self, state: images.PartitionImage) -> None:
         """Take the replicas, ISR, leader and epoch the metadata now says."""
+        new_leadership = state.leader != self.leader or state.leader_epoch != self.leader_epoch
+        was_leader = self.is_leader
         self.leader_epoch = state.leader_epoch
         self.leader = state.leader
+        if state.replicas != self.replicas:
+            self.followers.keep_only(state.replicas, self.node_id)
         self.replicas = state.replicas
-        self.isr = state.isr
+        if state.partition_epoch >= self.partition_epoch or new_leadership:
+            self.isr = state.isr
+            self.partition_epoch = state.partition_epoch
+            if self.proposed_isr is not None and (new_leadership or self.proposed_isr == state.isr):
+                self.proposed_isr = None
+        if not self.is_leader:
+            if was_leader:
+                self._fail_waiters(AppendError.NOT_LEADER)
+            self._wake_fetchers()
+            return
+        if new_leadership:
+            now = self._now_ms()
+            self.followers.reset(self.replicas, self.isr, self.node_id, now)
+            self.proposed_isr = None
+            self._epoch_start_offset = self.log.log_end_offset
+            # Kafka marks where the new epoch starts at once; an empty log needs no mark
+            # (its first append makes it), which spares new topics a file write each.
+            if self.log.log_end_offset > self.log.log_start_offset:
+                try:
+                    self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset)
+                except OSError as error:
+                    self._on_storage_error(error)
+        self._maybe_advance_high_watermark()
 
     @property
     def is_leader(self) -> bool:
@@ -158,36 +226,82 @@ class Partition:
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
-    def _advance_high_watermark(self) -> None:
-        """The ISR is the leader alone: everything appended is committed."""
-        self.log.update_high_watermark(self.log.log_end_offset)
+    def _maximal_isr(self) -> tuple[int, ...]:
+        """The ISR the high watermark waits for: a proposed expansion counts already
+        (Kafka's maximal ISR), a proposed shrink not yet."""
+        if self.proposed_isr is None:
+            return self.isr
+        return self.isr + tuple(r for r in self.proposed_isr if r not in self.isr)
+
+    def _maybe_advance_high_watermark(self) -> None:
+        """The high watermark is the smallest log end offset over the ISR; it only grows."""
+        end = self.followers.min_end_offset(self._maximal_isr(), self.log.log_end_offset)
+        if end <= self.log.high_watermark:
+            return
+        self.log.update_high_watermark(end)
         high_watermark = self.log.high_watermark
         if self._hw_waiters:
-            still: list[tuple[int, asyncio.Future[None]]] = []
-            for offset, waiter in self._hw_waiters:
+            still: list[tuple[int, int, asyncio.Future[AppendError | None]]] = []
+            for offset, min_isr, waiter in self._hw_waiters:
                 if high_watermark > offset:
                     if not waiter.done():
-                        waiter.set_result(None)
+                        waiter.set_result(
+                            None
+                            if len(self.isr) >= min_isr
+                            else AppendError.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                        )
                 else:
-                    still.append((offset, waiter))
+                    still.append((offset, min_isr, waiter))
             self._hw_waiters = still
         self._wake_fetchers()
 
-    async def _committed(self, last_offset: int) -> bool:
-        """True once the high watermark is past `last_offset`; False if the partition
-        went away (deleted, or no longer led here) first."""
-        if self.high_watermark > last_offset:
-            return True
-        waiter = asyncio.get_running_loop().create_future()
-        self._hw_waiters.append((last_offset, waiter))
-        try:
-            await waiter
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise  # the request itself was cancelled
-            return False
-        return True
+    # The ISR (leader) ------------------------------------------------------------------
+
+    def follower_fetched(self, replica_id: int, fetch_offset: int) -> None:
+        """A follower fetched from `fetch_offset`: its log ends there."""
+        state = self.followers.get(replica_id)
+        if state is None:
+            return
+        state.fetched(fetch_offset, self.log.log_end_offset, self._now_ms())
+        if (
+            replica_id not in self.isr
+            and self.proposed_isr is None
+            and fetch_offset >= self.high_watermark
+            and fetch_offset >= self._epoch_start_offset
+        ):
+            self._propose(tuple(sorted({*self.isr, replica_id}, key=self.replicas.index)))
+        self._maybe_advance_high_watermark()
+
+    def shrink_isr_if_lagging(self, max_lag_ms: int) -> list[int]:
+        """Propose the ISR without the followers that have not caught up within
+        `max_lag_ms`; the ids proposed out."""
+        if not self.is_leader or self.proposed_isr is not None:
+            return []
+        lagging = self.followers.out_of_sync(
+            self.isr, self.log.log_end_offset, self._now_ms(), max_lag_ms
+        )
+        if lagging:
+            self._propose(tuple(r for r in self.isr if r not in lagging))
+        return lagging
+
+    def _propose(self, isr: tuple[int, ...]) -> None:
+        self.proposed_isr = isr
+        self._propose_isr(self, isr)
+
+    def isr_answered(
+        self, isr: tuple[int, ...] | None, leader_epoch: int, partition_epoch: int
+    ) -> None:
+        """The controller's answer to the proposal: the committed ISR (None: refused,
+        the metadata will tell what holds)."""
+        self.proposed_isr = None
+        if (
+            isr is not None
+            and leader_epoch == self.leader_epoch
+            and partition_epoch > self.partition_epoch
+        ):
+            self.isr = isr
+            self.partition_epoch = partition_epoch
+        self._maybe_advance_high_watermark()
 
     # Appending -------------------------------------------------------------------------
 
@@ -202,7 +316,7 @@ class Partition:
         now_ms: int,
     ) -> AppendOutcome:
         """Validate and append a client's record set. With acks=-1 the producer is answered
-        once `committed(outcome)` completes (the high watermark covers the batch)."""
+        once `wait_committed(outcome)` completes (the high watermark covers the batch)."""
         if not self.is_leader:
             return AppendOutcome(AppendError.NOT_LEADER)
         if acks == -1 and len(self.isr) < min_insync_replicas:
@@ -228,17 +342,37 @@ class Partition:
         if not self.is_leader:
             return AppendOutcome(AppendError.NOT_LEADER)
         outcome = self._append(data, headers, now_ms)
-        if not await self.committed(outcome):
-            return AppendOutcome(AppendError.NOT_LEADER)
+        error = await self.wait_committed(outcome)
+        if error is not None:
+            return AppendOutcome(error)
         return outcome
 
-    async def committed(self, outcome: AppendOutcome) -> bool:
-        """True once the high watermark covers an append (at once for a failed or
-        duplicate one); False if the partition went away first (deleted, or no longer
-        led here)."""
-        if outcome.error is not None or outcome.duplicate or outcome.last_offset < 0:
-            return True
-        return await self._committed(outcome.last_offset)
+    async def wait_committed(
+        self, outcome: AppendOutcome, min_insync_replicas: int = 1
+    ) -> AppendError | None:
+        """None once the high watermark covers an append (at once for a failed one) with
+        at least `min_insync_replicas` in the ISR, else NOT_ENOUGH_REPLICAS_AFTER_APPEND;
+        NOT_LEADER if the partition went away or is led elsewhere first. A duplicate
+        (an idempotent retry) waits for its original's offsets."""
+        if outcome.error is not None or outcome.last_offset < 0:
+            return None
+        last_offset = outcome.last_offset
+        if self.high_watermark > last_offset:
+            return None
+        if not self.is_leader:
+            return AppendError.NOT_LEADER
+        waiter: asyncio.Future[AppendError | None] = asyncio.get_running_loop().create_future()
+        entry = (last_offset, min_insync_replicas, waiter)
+        self._hw_waiters.append(entry)
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                with contextlib.suppress(ValueError):
+                    self._hw_waiters.remove(entry)
+                raise  # the request itself was cancelled, or timed out
+            return AppendError.NOT_LEADER
 
     def _append(
         self, data: bytearray, headers: list[batches.BatchHeader], now_ms: int
@@ -260,7 +394,8 @@ class Partition:
             )
         records = sum(h.records_count for h in headers)
         if not result.duplicate:
-            self._advance_high_watermark()
+            self._wake_replicas()
+            self._maybe_advance_high_watermark()
         return AppendOutcome(
             base_offset=result.base_offset,
             log_append_time=result.log_append_time_ms,
@@ -270,6 +405,60 @@ class Partition:
             size=0 if result.duplicate else len(data),
             records=records,
         )
+
+    # Following -------------------------------------------------------------------------
+
+    def append_as_follower(self, data: bytes | memoryview, leader_high_watermark: int) -> None:
+        """The leader's batches, as they are; the high watermark follows the leader's.
+        Raises CorruptRecordError or OSError (nothing written then)."""
+        if data:
+            try:
+                self.log.append_as_follower(data)
+            except OSError as error:
+                self._on_storage_error(error)
+                raise
+        self.log.update_high_watermark(min(leader_high_watermark, self.log.log_end_offset))
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        return self.log.leader_epoch_cache.latest_epoch
+
+    def truncate_diverging(self, leader_epoch: int, leader_end_offset: int) -> int:
+        """The leader says our log diverges after (its epoch, end offset): cut ours back
+        where they agree (Kafka's truncation by leader epoch). Returns the new end."""
+        ours = self.log
+        if leader_end_offset < 0:
+            target = ours.high_watermark  # the leader knows no epoch this old
+        else:
+            epoch, end = ours.leader_epoch_cache.end_offset_for(leader_epoch, ours.log_end_offset)
+            if epoch < 0:
+                target = leader_end_offset
+            elif epoch != leader_epoch:
+                target = end  # ours ends before their epoch: go on from there
+            else:
+                target = min(end, leader_end_offset)
+        target = max(min(target, ours.log_end_offset), ours.log_start_offset)
+        self._truncate(target)
+        return ours.log_end_offset
+
+    def restart_at(self, offset: int) -> None:
+        """Our log ends below the leader's start: drop it and start empty at `offset`."""
+        self.log.truncate_fully_and_start_at(offset)
+
+    def truncate_to(self, offset: int) -> None:
+        self._truncate(max(min(offset, self.log.log_end_offset), self.log.log_start_offset))
+
+    def _truncate(self, target: int) -> None:
+        if target < self.log.log_end_offset:
+            log.info(
+                "%s-%d: truncating from %d to %d (diverged from leader %d)",
+                self.topic,
+                self.index,
+                self.log.log_end_offset,
+                target,
+                self.leader,
+            )
+            self.log.truncate_to(target)
 
     # Reading ---------------------------------------------------------------------------
 
@@ -289,12 +478,12 @@ class Partition:
         *,
         isolation: Isolation = Isolation.READ_UNCOMMITTED,
         current_leader_epoch: int = -1,
-        replica_id: int = -1,
+        follower: FollowerFetch | None = None,
         min_one_batch: bool = True,
     ) -> ReadOutcome:
-        """Whole batches from `fetch_offset`; a consumer (replica_id < 0) reads up to the
-        high watermark. KIP-74: with `min_one_batch` the first batch comes whatever its
-        size."""
+        """Whole batches from `fetch_offset`; a consumer reads up to the high watermark, a
+        follower to the log end (its fetch offset tells the leader where its log ends).
+        KIP-74: with `min_one_batch` the first batch comes whatever its size."""
         if not self.is_leader:
             return ReadOutcome(ReadError.NOT_LEADER)
         high_watermark = self.high_watermark
@@ -304,7 +493,17 @@ class Partition:
         error = self.epoch_error(current_leader_epoch)
         if error is not None:
             return ReadOutcome(error, high_watermark, last_stable, log_start)
-        limit = high_watermark if replica_id < 0 else self.log.log_end_offset
+        limit = high_watermark
+        if follower is not None:
+            limit = self.log.log_end_offset
+            diverging = self._diverging(fetch_offset, follower.last_fetched_epoch)
+            if diverging is not None:
+                return ReadOutcome(
+                    None, high_watermark, last_stable, log_start, diverging_epoch=diverging
+                )
+            if log_start <= fetch_offset <= limit:
+                self.follower_fetched(follower.replica_id, fetch_offset)
+                high_watermark = last_stable = self.high_watermark
         if isolation is Isolation.READ_COMMITTED:
             limit = min(limit, last_stable)
         if fetch_offset == limit:
@@ -320,6 +519,18 @@ class Partition:
         records = regions.RecordRegions(self.topic, read.ranges) if read.total_bytes else None
         return ReadOutcome(None, high_watermark, last_stable, log_start, records)
 
+    def _diverging(self, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
+        """Kafka's check of a follower's fetch: where its last epoch ends in our log; the
+        (epoch, end offset) to truncate to if its log runs past that."""
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end = self.log.leader_epoch_cache.end_offset_for(
+            last_fetched_epoch, self.log.log_end_offset
+        )
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None
+
     def list_offset(self, timestamp: int, current_leader_epoch: int = -1) -> ListedOffset:
         """ListOffsets: earliest (-2, -4), latest (-1), max timestamp (-3), by time (>= 0);
         tiered-storage specs (-5, -6) answer -1 as Kafka does without tiered storage."""
@@ -328,6 +539,10 @@ class Partition:
         error = self.epoch_error(current_leader_epoch)
         if error is not None:
             return ListedOffset(error)
+        if self.high_watermark < self._epoch_start_offset:
+            # Kafka's rule: until the followers have told this new leader where their logs
+            # end, its high watermark may be below what the last leader acknowledged.
+            return ListedOffset(ReadError.OFFSET_NOT_AVAILABLE)
         log = self.log
         found: tuple[int, int] | None  # (timestamp, offset)
         if timestamp == LATEST:
@@ -364,35 +579,58 @@ class Partition:
 
     # Fetch long polls ------------------------------------------------------------------
 
-    def watch(self, waiter: asyncio.Future[None]) -> None:
-        self._fetch_waiters.add(waiter)
+    def watch(self, waiter: asyncio.Future[None], *, follower: bool = False) -> None:
+        """Wake `waiter` when the high watermark moves (a consumer), or when the log
+        grows (a follower)."""
+        (self._replica_waiters if follower else self._fetch_waiters).add(waiter)
 
     def unwatch(self, waiter: asyncio.Future[None]) -> None:
         self._fetch_waiters.discard(waiter)
+        self._replica_waiters.discard(waiter)
 
     def _wake_fetchers(self) -> None:
         waiters, self._fetch_waiters = self._fetch_waiters, set()
-        for waiter in waiters:
+        _wake(waiters)
+
+    def _wake_replicas(self) -> None:
+        waiters, self._replica_waiters = self._replica_waiters, set()
+        _wake(waiters)
+
+    def _fail_waiters(self, error: AppendError) -> None:
+        waiters, self._hw_waiters = self._hw_waiters, []
+        for _, _, waiter in waiters:
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(error)
 
     def close_waiters(self) -> None:
         """The partition is going away (deleted, or no longer hosted here)."""
-        for _, waiter in self._hw_waiters:
-            if not waiter.done():
-                waiter.cancel()
-        self._hw_waiters.clear()
+        self._fail_waiters(AppendError.NOT_LEADER)
         self._wake_fetchers()
+        self._wake_replicas()
 
 
-def wait_for_any(partitions: Iterable[Partition]) -> asyncio.Future[None]:
-    """A future resolved by the next append to any of `partitions`.
+def _wake(waiters: Iterable[asyncio.Future[None]]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
+
+
+def _alone(index: int, node_id: int) -> images.PartitionImage:
+    """A partition this node alone replicates and leads (tests, a single node)."""
+    return images.PartitionImage(index, (node_id,), (node_id,), node_id, 0, 0)
+
+
+def wait_for_any(
+    partitions: Iterable[Partition], *, follower: bool = False
+) -> asyncio.Future[None]:
+    """A future resolved by the next change to any of `partitions` that a consumer (the
+    high watermark) or a follower (the log end) waits for.
 
     The caller must call `release` with the same partitions when done waiting.
     """
     waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     for partition in partitions:
-        partition.watch(waiter)
+        partition.watch(waiter, follower=follower)
     return waiter
 
 

@@ -19,6 +19,8 @@ from strom.cluster import config_cache, topics
 from strom.cluster import delta as deltas
 from strom.cluster import image as images
 from strom.records import batches
+from strom.replication import fetcher
+from strom.replication import isr_updates as isr_updates_module
 from strom.replication import partition as partitions
 from strom.storage import cleaner, log_manager, partition_log
 
@@ -40,8 +42,13 @@ class ReplicaManager:
         configs: config_cache.ConfigCache,
         clock: Clock,
         on_storage_error: Callable[[OSError], None] = lambda error: None,
+        *,
+        fetchers: fetcher.Fetchers | None = None,
+        isr_updates: isr_updates_module.IsrUpdates | None = None,
     ) -> None:
         self.node_id = node_id
+        self.fetchers = fetchers
+        self.isr_updates = isr_updates
         self.logs = log_manager.LogManager(log_dirs, now_ms=clock.time_ms)
         self._configs = configs
         self._clock = clock
@@ -81,16 +88,36 @@ class ReplicaManager:
 
     def _serve(self, topic: images.TopicImage, state: images.PartitionImage) -> None:
         key = (topic.name, state.index)
-        existing = self._partitions.get(key)
-        if existing is not None:
-            existing.become(state)
-            return
-        partition_log_ = self.logs.get_or_create(
-            topic.name, state.index, self._configs.log_config(topic.name)
-        )
-        self._partitions[key] = partitions.Partition(
-            topic.name, state.index, partition_log_, self.node_id, state, self._on_storage_error
-        )
+        partition = self._partitions.get(key)
+        if partition is not None:
+            partition.become(state)
+        else:
+            partition_log_ = self.logs.get_or_create(
+                topic.name, state.index, self._configs.log_config(topic.name)
+            )
+            partition = partitions.Partition(
+                topic.name,
+                state.index,
+                partition_log_,
+                self.node_id,
+                state,
+                self._on_storage_error,
+                now_ms=self._now_ms,
+                propose_isr=self._propose_isr,
+            )
+            partition.topic_id = topic.topic_id
+            self._partitions[key] = partition
+        if self.fetchers is not None:
+            if partition.is_leader:
+                self.fetchers.unfollow(key)
+            else:
+                self.fetchers.follow(partition)
+
+    def _propose_isr(self, partition: partitions.Partition, isr: tuple[int, ...]) -> None:
+        if self.isr_updates is None:
+            partition.isr_answered(None, -1, -1)  # no controller to ask (a unit test)
+        else:
+            self.isr_updates.propose(partition, isr)
 
     # Metadata publisher ----------------------------------------------------------------
 
@@ -128,6 +155,8 @@ class ReplicaManager:
             self._stop_serving(topic.name, index, delete=True)
 
     def _stop_serving(self, topic: str, index: int, *, delete: bool) -> None:
+        if self.fetchers is not None:
+            self.fetchers.unfollow((topic, index))
         partition = self._partitions.pop((topic, index), None)
         if partition is not None:
             partition.close_waiters()
@@ -239,6 +268,19 @@ class ReplicaManager:
             except Exception:
                 log.exception("log maintenance failed")
 
+    async def run_isr_checks(self) -> None:
+        """Kafka's ISR expiration task: every half replica.lag.time.max.ms, each partition
+        led here proposes its ISR without the followers that stopped catching up."""
+        while True:
+            max_lag_ms = self._configs.broker.get_int("replica.lag.time.max.ms")
+            await self._clock.sleep(max_lag_ms / 2000)
+            for partition in list(self._partitions.values()):
+                if partition.is_leader and len(partition.isr) > 1:
+                    try:
+                        partition.shrink_isr_if_lagging(max_lag_ms)
+                    except Exception:
+                        log.exception("ISR check of %s failed", partition)
+
     async def run_cleaner(self, on_pass: Callable[[int], None]) -> None:
         """Compact the dirtiest compacted log, again and again; rest log.cleaner.backoff.ms
         when none is due. The reading and writing run in a worker thread."""
@@ -284,6 +326,12 @@ class ReplicaManager:
             removed,
         )
         return all(swapped)
+
+    async def stop_replication(self) -> None:
+        if self.fetchers is not None:
+            await self.fetchers.stop()
+        if self.isr_updates is not None:
+            await self.isr_updates.stop()
 
     def close(self) -> None:
         for task in self._creations:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import uuid
+from collections.abc import Sequence
 
 from strom.clock import Clock, SystemClock
 from strom.cluster import (
@@ -21,6 +22,7 @@ from strom.cluster import (
     controller,
     controller_channel,
     identity,
+    isr_changes,
     loader,
     metadata_quorum,
     migration,
@@ -35,7 +37,7 @@ from strom.coordinator import offsets_log, producer_ids
 from strom.network import channel as channels
 from strom.protocol import apis
 from strom.records import batches
-from strom.replication import replica_manager
+from strom.replication import fetcher, isr_updates, replica_manager
 from strom.server import cluster_control, context, dispatch, flow_control, http, lifecycle
 from strom.server import connection as connections
 from strom.server import metrics as broker_metrics
@@ -74,12 +76,25 @@ class Broker:
             directory_id=identity.ensure_directory_id(log_dir),
         )
         self.configs = config_cache.ConfigCache(config, lambda: self.metadata.image)
+        self.fetchers = fetcher.Fetchers(
+            config.node_id,
+            lambda: -1 if self.lifecycle is None else (self.lifecycle.broker_epoch or -1),
+            channels.TcpChannel(
+                self._broker_endpoint,
+                clock=self.clock,
+                settings=channels.ChannelSettings(client_id=f"broker-{self.node_id}-fetcher"),
+            ),
+            _fetch_settings(config),
+            self.clock,
+        )
         self.replicas = replica_manager.ReplicaManager(
             config.node_id,
             config.log_dirs,
             self.configs,
             self.clock,
             on_storage_error=self._count_storage_error,
+            fetchers=self.fetchers,
+            isr_updates=isr_updates.IsrUpdates(self._alter_isr, self.clock),
         )
         self.controller = controller.Controller(
             config.node_id,
@@ -198,6 +213,22 @@ class Broker:
             )
         self.loaded = True
 
+    async def _alter_isr(
+        self, changes: Sequence[isr_changes.IsrChange]
+    ) -> list[isr_changes.IsrOutcome]:
+        epoch = -1 if self.lifecycle is None else self.lifecycle.broker_epoch
+        return await self.cluster_control.alter_partition(
+            self.node_id, -1 if epoch is None else epoch, changes
+        )
+
+    def _broker_endpoint(self, node_id: int) -> tuple[str, int] | None:
+        """Where another broker listens to brokers (inter.broker.listener.name)."""
+        broker = self.metadata.image.brokers.get(node_id)
+        if broker is None:
+            return None
+        endpoint = broker.endpoint(self.config.inter_broker_listener_name)
+        return None if endpoint is None else (endpoint.host, endpoint.port)
+
     def _count_storage_error(self, error: OSError) -> None:
         self.metrics.storage_errors.labels(error.strerror or type(error).__name__).inc()
 
@@ -310,6 +341,7 @@ class Broker:
         self._tasks.append(loop.create_task(self._fence_expired_brokers()))
         self._tasks.append(loop.create_task(self._balance_leaders()))
         self._tasks.append(loop.create_task(self.replicas.run_maintenance()))
+        self._tasks.append(loop.create_task(self.replicas.run_isr_checks()))
         self._tasks.append(loop.create_task(self._run_group_timers()))
         if self.config.get_bool("log.cleaner.enable"):
             self._tasks.append(loop.create_task(self.replicas.run_cleaner(self._cleaner_pass)))
@@ -445,6 +477,12 @@ class Broker:
 
     async def stop(self) -> None:
         self.ready = False
+        # Kafka's order: the controller moves this broker's leaderships away while it
+        # still serves (its followers catch up, clients learn the new leaders), then the
+        # listeners close.
+        if self.lifecycle is not None:
+            await self.lifecycle.shut_down(CONTROLLED_SHUTDOWN_TIMEOUT_S)
+        await self.replicas.stop_replication()
         for server in self._servers:
             server.close()
         await asyncio.gather(
@@ -460,9 +498,8 @@ class Broker:
         if self._http is not None:
             await self._http.stop()
         await self.groups.drain()
-        if self.lifecycle is not None:
-            await self.lifecycle.shut_down(CONTROLLED_SHUTDOWN_TIMEOUT_S)
         await self.metadata_log.stop()
+        await self.fetchers.close()
         if self.controller_channel is not None:
             await self.controller_channel.close()
         for server in self._controller_servers:
@@ -478,6 +515,17 @@ class Broker:
         """Close the logs (after stop(), or for a broker that was only loaded)."""
         self.replicas.close()
         self.metadata_log.close()
+
+
+def _fetch_settings(config: broker_config.BrokerConfig) -> fetcher.FetchSettings:
+    return fetcher.FetchSettings(
+        max_bytes=config.get_int("replica.fetch.max.bytes"),
+        response_max_bytes=config.get_int("replica.fetch.response.max.bytes"),
+        min_bytes=config.get_int("replica.fetch.min.bytes"),
+        max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
+        backoff_ms=config.get_int("replica.fetch.backoff.ms"),
+        socket_timeout_ms=config.get_int("replica.socket.timeout.ms"),
+    )
 
 
 class _GroupsForgetTopics:

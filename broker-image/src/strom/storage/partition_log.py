@@ -389,6 +389,69 @@ class PartitionLog:
             first_offset, next_offset - 1, log_append_time, self._log_start_offset, duplicate=False
         )
 
+    def append_as_follower(self, batch_bytes: bytes | bytearray | memoryview) -> int:
+        """Append batches copied from the leader as they are: offsets, epochs and
+        timestamps are the leader's. Each batch's leader epoch goes to the epoch cache and
+        its producer to the producer state (so a follower that becomes leader knows every
+        idempotent producer's last sequences). Returns the new log end offset.
+
+        Raises CorruptRecordError for a batch that fails its CRC or does not continue the
+        log (a leader's bug or a damaged transfer): nothing of the call is written then.
+        """
+        self._check_open()
+        view = memoryview(batch_bytes)
+        headers = list(batches.iter_batches(view))
+        # Batches wholly below our end are ones we have (a repeated fetch): skipped. One
+        # straddling it means our end is inside a leader's batch (after a truncation by
+        # epoch): ours is cut back to that batch's start and the batch taken whole.
+        while headers and headers[0].last_offset < self._log_end_offset:
+            headers.pop(0)
+        if not headers:
+            return self._log_end_offset
+        if headers[0].position:
+            view = view[headers[0].position :]
+            headers = list(batches.iter_batches(view))
+        expected = self._log_end_offset
+        if headers[0].base_offset < expected:
+            expected = headers[0].base_offset
+        for header in headers:
+            if header.base_offset < expected or header.last_offset < header.base_offset:
+                raise batches.CorruptRecordError(
+                    f"batch at offset {header.base_offset} does not follow offset "
+                    f"{expected - 1} in {self.directory.name}"
+                )
+            if not batches.has_valid_crc(view, header):
+                raise batches.CorruptRecordError(
+                    f"batch at offset {header.base_offset} fails its CRC in {self.directory.name}"
+                )
+            expected = header.last_offset + 1
+        if headers[0].base_offset < self._log_end_offset:
+            self.truncate_to(headers[0].base_offset)
+        now_ms = self._now_ms()
+        self._maybe_roll(
+            len(view), max(h.max_timestamp for h in headers), headers[-1].last_offset, now_ms
+        )
+        appended = [
+            segment.AppendedBatch(
+                header.position,
+                header.size,
+                header.base_offset,
+                header.last_offset,
+                header.max_timestamp,
+            )
+            for header in headers
+        ]
+        self._segments[-1].append(view, appended, now_ms)
+        self._log_end_offset = headers[-1].last_offset + 1
+        for header in headers:
+            if header.partition_leader_epoch >= 0:
+                self._leader_epochs.assign(header.partition_leader_epoch, header.base_offset)
+            self._producers.record_stored(header)
+        self._unflushed_records += sum(header.records_count for header in headers)
+        if self._unflushed_records >= self.config.flush_messages:
+            self.flush()
+        return self._log_end_offset
+
     def _maybe_roll(
         self, append_bytes: int, append_max_timestamp: int, append_last_offset: int, now_ms: int
     ) -> None:

@@ -27,6 +27,7 @@ READ_ERRORS = {
     partitions.ReadError.FENCED_LEADER_EPOCH: ErrorCode.fenced_leader_epoch,
     partitions.ReadError.UNKNOWN_LEADER_EPOCH: ErrorCode.unknown_leader_epoch,
     partitions.ReadError.OFFSET_OUT_OF_RANGE: ErrorCode.offset_out_of_range,
+    partitions.ReadError.OFFSET_NOT_AVAILABLE: ErrorCode.offset_not_available,
 }
 
 
@@ -38,6 +39,7 @@ class _Wanted:
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int
+    last_fetched_epoch: int
     partition: partitions.Partition | None
     unknown_id: bool
 
@@ -65,7 +67,7 @@ async def handle_fetch(
         if getattr(body, "isolation_level", 0) == partitions.Isolation.READ_COMMITTED
         else partitions.Isolation.READ_UNCOMMITTED
     )
-    replica_id = int(getattr(body, "replica_id", -1))
+    replica_id = _replica_id(body)
     while True:
         responses, total_bytes, has_error = _read_all(
             broker, wanted, int(body.max_bytes), isolation, replica_id
@@ -77,7 +79,7 @@ async def handle_fetch(
         if not waiting:
             # Nothing to wait for: the client asked only for unknown partitions.
             break
-        waiter = partitions.wait_for_any(waiting)
+        waiter = partitions.wait_for_any(waiting, follower=replica_id >= 0)
         try:
             await asyncio.wait([waiter], timeout=remaining)
         finally:
@@ -87,6 +89,13 @@ async def handle_fetch(
         response_type,
         {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses},
     )
+
+
+def _replica_id(body: Any) -> int:
+    """The fetching follower's id (v15+ in ReplicaState), -1 for a consumer."""
+    if hasattr(body, "replica_state"):
+        return int(body.replica_state.replica_id)
+    return int(getattr(body, "replica_id", -1))
 
 
 def _resolve(broker: BrokerContext, body: Any) -> list[_Wanted]:
@@ -111,6 +120,7 @@ def _resolve(broker: BrokerContext, body: Any) -> list[_Wanted]:
                     fetch_offset=int(p.fetch_offset),
                     max_bytes=int(p.partition_max_bytes),
                     current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
+                    last_fetched_epoch=int(getattr(p, "last_fetched_epoch", -1)),
                     partition=broker.partition(name, index) if name else None,
                     unknown_id=unknown_id,
                 )
@@ -127,12 +137,13 @@ def _read_all(
 ) -> tuple[list[dict[str, Any]], int, bool]:
     by_topic: dict[tuple[str | None, uuid.UUID | None], list[dict[str, Any]]] = {}
     total = 0
-    has_error = False
+    has_error = False  # or a follower to truncate: answered at once either way
     for item in wanted:
         result = _read_partition(
             broker, item, response_max_bytes - total, total == 0, isolation, replica_id
         )
         total += len(result["records"])
+        has_error = has_error or "diverging_epoch" in result
         if result["error_code"] != ErrorCode.none:
             has_error = True
             broker.metrics.request_errors.labels("FETCH", result["error_code"].name).inc()
@@ -174,9 +185,16 @@ def _read_partition(
         min(item.max_bytes, bytes_left),
         isolation=isolation,
         current_leader_epoch=item.current_leader_epoch,
-        replica_id=replica_id,
+        follower=(
+            partitions.FollowerFetch(replica_id, item.last_fetched_epoch)
+            if replica_id >= 0
+            else None
+        ),
         min_one_batch=first,
     )
+    if read.diverging_epoch is not None:
+        epoch, end_offset = read.diverging_epoch
+        result["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
     result["high_watermark"] = read.high_watermark
     result["last_stable_offset"] = read.last_stable_offset
     result["log_start_offset"] = read.log_start_offset

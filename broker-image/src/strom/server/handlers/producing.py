@@ -6,6 +6,7 @@ base offset (outside the CRC) is patched in place, and the same bytes go to the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,10 @@ _VALID_ACKS = (-1, 0, 1)
 _APPEND_ERRORS = {
     partitions.AppendError.NOT_LEADER: ErrorCode.not_leader_or_follower,
     partitions.AppendError.NOT_ENOUGH_REPLICAS: ErrorCode.not_enough_replicas,
+    partitions.AppendError.NOT_ENOUGH_REPLICAS_AFTER_APPEND: (
+        ErrorCode.not_enough_replicas_after_append
+    ),
+    partitions.AppendError.TIMED_OUT: ErrorCode.request_timed_out,
     partitions.AppendError.MESSAGE_TOO_LARGE: ErrorCode.message_too_large,
     partitions.AppendError.INVALID_RECORD: ErrorCode.invalid_record,
     partitions.AppendError.CORRUPT_MESSAGE: ErrorCode.corrupt_message,
@@ -53,6 +58,7 @@ class _Appended:
     log_start_offset: int = -1
     partition: partitions.Partition | None = None
     outcome: partitions.AppendOutcome | None = None
+    min_insync_replicas: int = 1
 
 
 def _partition_result(
@@ -86,19 +92,18 @@ async def handle_produce(
         appends = [_append(broker, resolved, p, acks, body) for p in topic_data.partition_data]
         name = str(resolved.name or getattr(topic_data, "name", "") or "")
         appended.append((name, resolved.topic_id or context.ZERO_UUID, appends))
+    if acks == -1:
+        # On the event loop's clock, which asyncio's timeouts read.
+        timeout_s = max(shaping.as_millis(body.timeout), 0) / 1000
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        for _, _, appends in appended:
+            for each in appends:
+                await _wait_committed(each, deadline)
     failed = False
     responses = []
     for name, topic_id, appends in appended:
         results = []
         for each in appends:
-            committed = (
-                acks != -1
-                or each.partition is None
-                or each.outcome is None
-                or await each.partition.committed(each.outcome)
-            )
-            if not committed:
-                each.outcome = partitions.AppendOutcome(partitions.AppendError.NOT_LEADER)
             result = _result(broker, name, each)
             if result["error_code"] != ErrorCode.none:
                 failed = True
@@ -111,6 +116,20 @@ async def handle_produce(
         return None
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     return shaping.build(response_type, {"responses": responses, "throttle_time": 0})
+
+
+async def _wait_committed(each: _Appended, deadline: float) -> None:
+    """acks=all: the partition's answer waits until its high watermark covers the batch
+    (Kafka's DelayedProduce), or REQUEST_TIMED_OUT at the request's timeout."""
+    if each.partition is None or each.outcome is None:
+        return
+    try:
+        async with asyncio.timeout_at(deadline):
+            error = await each.partition.wait_committed(each.outcome, each.min_insync_replicas)
+    except TimeoutError:
+        error = partitions.AppendError.TIMED_OUT
+    if error is not None:
+        each.outcome = partitions.AppendOutcome(error)
 
 
 def _append(
@@ -139,15 +158,18 @@ def _append(
     if not records:
         # An empty record set is not an error in Kafka: nothing is appended.
         return _Appended(index, ErrorCode.none, log_start_offset=partition.log_start_offset)
+    min_insync_replicas = broker.configs.topic(name).min_insync_replicas
     outcome = partition.append_as_leader(
         bytearray(records),
         acks=acks,
         rules=broker.configs.produce_rules(name),
-        min_insync_replicas=broker.configs.topic(name).min_insync_replicas,
+        min_insync_replicas=min_insync_replicas,
         transactional=body.transactional_id is not None,
         now_ms=broker.clock.time_ms(),
     )
-    return _Appended(index, partition=partition, outcome=outcome)
+    return _Appended(
+        index, partition=partition, outcome=outcome, min_insync_replicas=min_insync_replicas
+    )
 
 
 def _result(broker: BrokerContext, topic: str, appended: _Appended) -> dict[str, Any]:

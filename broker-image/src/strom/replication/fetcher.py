@@ -1,0 +1,302 @@
+"""Followers fetching from leaders: Kafka's ReplicaFetcherThread, one per source broker.
+
+A `ReplicaFetcher` copies every partition this broker follows from one leader with one
+Fetch request at a time (the Fetch API with this broker's id as the replica, each
+partition's leader epoch, its log end offset as the fetch offset and the epoch of its
+last batch), appends what comes verbatim, takes the leader's high watermark, truncates
+where the leader says our log diverges, and starts over at the leader's log start when
+ours ends below it. The leader learns from each fetch where our log ends: that is what
+moves its high watermark and keeps us in its ISR.
+
+`Fetchers` keeps one fetcher per leader and moves partitions between them as leaders
+change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from strom.clock import Clock
+from strom.network import channel as channels
+from strom.network import errors as network_errors
+from strom.protocol import outbound
+from strom.records import batches
+from strom.replication import partition as partitions
+
+log = logging.getLogger(__name__)
+
+FETCH = 1
+PartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    """Kafka's replica.fetch.* settings."""
+
+    max_bytes: int = 1_048_576  # replica.fetch.max.bytes (per partition)
+    response_max_bytes: int = 10_485_760  # replica.fetch.response.max.bytes
+    min_bytes: int = 1  # replica.fetch.min.bytes
+    max_wait_ms: int = 500  # replica.fetch.wait.max.ms
+    backoff_ms: int = 1_000  # replica.fetch.backoff.ms
+    socket_timeout_ms: int = 30_000  # replica.socket.timeout.ms
+
+
+@dataclass(slots=True)
+class _Followed:
+    partition: partitions.Partition
+    delayed_until: float = 0.0  # after an error: not fetched before
+
+
+class ReplicaFetcher:
+    """Fetches the partitions this broker follows from one leader, in one task."""
+
+    def __init__(
+        self,
+        node_id: int,
+        broker_epoch: Callable[[], int],
+        source: int,
+        channel: channels.Channel,
+        settings: FetchSettings,
+        clock: Clock,
+    ) -> None:
+        self.node_id = node_id
+        self._broker_epoch = broker_epoch
+        self.source = source
+        self._channel = channel
+        self._settings = settings
+        self._clock = clock
+        self._partitions: dict[PartitionKey, _Followed] = {}
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def __len__(self) -> int:
+        return len(self._partitions)
+
+    def add(self, partition: partitions.Partition) -> None:
+        key = (partition.topic, partition.index)
+        followed = self._partitions.get(key)
+        if followed is None or followed.partition is not partition:
+            self._partitions[key] = _Followed(partition)
+        else:
+            followed.delayed_until = 0.0  # a new leader epoch: try at once
+        self._changed.set()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._run(), name=f"replica-fetcher-{self.source}"
+            )
+
+    def remove(self, key: PartitionKey) -> None:
+        self._partitions.pop(key, None)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self._fetch_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("replica fetcher for broker %d failed; retrying", self.source)
+                await self._clock.sleep(self._settings.backoff_ms / 1000)
+
+    async def _fetch_once(self) -> None:
+        now = self._clock.monotonic()
+        ready = [f for f in self._partitions.values() if f.delayed_until <= now]
+        if not ready:
+            self._changed.clear()
+            wake_at = min((f.delayed_until for f in self._partitions.values()), default=None)
+            timeout = None if wake_at is None else max(wake_at - now, 0.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout)
+            return
+        sent = {(f.partition.topic, f.partition.index): f.partition.leader_epoch for f in ready}
+        request = self._request([f.partition for f in ready])
+        timeout_s = (self._settings.max_wait_ms + self._settings.socket_timeout_ms) / 1000
+        try:
+            response = await self._channel.send(self.source, request, timeout_s=timeout_s)
+        except network_errors.NetworkError as error:
+            log.info("fetch from broker %d failed: %s", self.source, error)
+            await self._clock.sleep(self._settings.backoff_ms / 1000)
+            return
+        if response.error_code != ErrorCode.none:
+            log.warning(
+                "fetch from broker %d: %s", self.source, ErrorCode(response.error_code).name
+            )
+            await self._clock.sleep(self._settings.backoff_ms / 1000)
+            return
+        for topic in response.responses:
+            for answer in topic.partitions:
+                key = (self._topic_name(topic, ready), int(answer.partition_index))
+                followed = self._partitions.get(key)
+                if followed is None or followed.partition.leader_epoch != sent.get(key):
+                    continue  # moved to another leader, or a new epoch, meanwhile
+                self._handle(followed, answer)
+
+    def _request(self, followed: list[partitions.Partition]) -> outbound.Draft:
+        topics: dict[str, dict[str, Any]] = {}
+        for partition in followed:
+            entry = topics.setdefault(
+                partition.topic,
+                {"topic": partition.topic, "topic_id": partition.topic_id, "partitions": []},
+            )
+            entry["partitions"].append(
+                {
+                    "partition": partition.index,
+                    "current_leader_epoch": partition.leader_epoch,
+                    "fetch_offset": partition.log_end_offset,
+                    "last_fetched_epoch": partition.last_fetched_epoch,
+                    "log_start_offset": partition.log_start_offset,
+                    "partition_max_bytes": self._settings.max_bytes,
+                }
+            )
+        return outbound.Draft(
+            FETCH,
+            {
+                "cluster_id": None,
+                "replica_id": self.node_id,
+                "replica_state": {
+                    "replica_id": self.node_id,
+                    "replica_epoch": self._broker_epoch(),
+                },
+                "max_wait": self._settings.max_wait_ms,
+                "min_bytes": self._settings.min_bytes,
+                "max_bytes": self._settings.response_max_bytes,
+                "isolation_level": 0,
+                "session_id": 0,
+                "session_epoch": -1,
+                "topics": list(topics.values()),
+                "forgotten_topics_data": [],
+                "rack_id": "",
+            },
+        )
+
+    @staticmethod
+    def _topic_name(topic: Any, ready: list[_Followed]) -> str:
+        name = getattr(topic, "topic", None)
+        if name:
+            return str(name)
+        topic_id = getattr(topic, "topic_id", None)
+        for followed in ready:
+            if followed.partition.topic_id == topic_id:
+                return followed.partition.topic
+        return ""
+
+    def _handle(self, followed: _Followed, answer: Any) -> None:
+        partition = followed.partition
+        error = ErrorCode(answer.error_code)
+        if error == ErrorCode.none:
+            diverging = getattr(answer, "diverging_epoch", None)
+            if diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0):
+                partition.truncate_diverging(int(diverging.epoch), int(diverging.end_offset))
+                return
+            try:
+                partition.append_as_follower(answer.records or b"", int(answer.high_watermark))
+            except (batches.RecordsError, OSError) as failure:
+                log.error(
+                    "%s: cannot append what leader %d sent: %s", partition, self.source, failure
+                )
+                self._delay(followed)
+            return
+        if error == ErrorCode.offset_out_of_range:
+            self._out_of_range(partition, int(answer.log_start_offset), int(answer.high_watermark))
+            return
+        # Not the leader (yet), an epoch one of us has not seen yet, an unknown topic: the
+        # metadata will catch up; until then fetch this partition less often.
+        log.debug("%s: leader %d answered %s", partition, self.source, error.name)
+        self._delay(followed)
+
+    def _out_of_range(
+        self, partition: partitions.Partition, leader_start: int, leader_high_watermark: int
+    ) -> None:
+        if partition.log_end_offset < leader_start:
+            log.info(
+                "%s: our log ends at %d, below leader %d's start %d: starting there",
+                partition,
+                partition.log_end_offset,
+                self.source,
+                leader_start,
+            )
+            partition.restart_at(leader_start)
+        else:
+            # Ours runs past the leader's end (an unclean election): back to what it has
+            # committed, then on from there.
+            partition.truncate_to(leader_high_watermark)
+
+    def _delay(self, followed: _Followed) -> None:
+        followed.delayed_until = self._clock.monotonic() + self._settings.backoff_ms / 1000
+
+
+class Fetchers:
+    """One ReplicaFetcher per leader this broker follows partitions from."""
+
+    def __init__(
+        self,
+        node_id: int,
+        broker_epoch: Callable[[], int],
+        channel: channels.Channel,
+        settings: FetchSettings,
+        clock: Clock,
+    ) -> None:
+        self._node_id = node_id
+        self._broker_epoch = broker_epoch
+        self._channel = channel
+        self._settings = settings
+        self._clock = clock
+        self._fetchers: dict[int, ReplicaFetcher] = {}
+        self._source_of: dict[PartitionKey, int] = {}
+
+    def follow(self, partition: partitions.Partition) -> None:
+        """Fetch `partition` from its leader (from no one while it has none)."""
+        key = (partition.topic, partition.index)
+        leader = partition.leader
+        previous = self._source_of.get(key)
+        if previous is not None and previous != leader:
+            self._fetchers[previous].remove(key)
+            del self._source_of[key]
+        if leader < 0 or leader == self._node_id:
+            return
+        fetcher = self._fetchers.get(leader)
+        if fetcher is None:
+            fetcher = ReplicaFetcher(
+                self._node_id,
+                self._broker_epoch,
+                leader,
+                self._channel,
+                self._settings,
+                self._clock,
+            )
+            self._fetchers[leader] = fetcher
+        fetcher.add(partition)
+        self._source_of[key] = leader
+
+    def unfollow(self, key: PartitionKey) -> None:
+        source = self._source_of.pop(key, None)
+        if source is not None:
+            self._fetchers[source].remove(key)
+
+    def followed(self) -> int:
+        return len(self._source_of)
+
+    async def stop(self) -> None:
+        """Stop fetching (a stopping broker); `close` then drops the connections."""
+        for fetcher in self._fetchers.values():
+            await fetcher.stop()
+        self._fetchers.clear()
+        self._source_of.clear()
+
+    async def close(self) -> None:
+        await self.stop()
+        await self._channel.close()

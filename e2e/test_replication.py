@@ -1,0 +1,175 @@
+"""Replication across three Strom processes (issue 13): followers copy their leaders,
+acks=all waits for the in-sync replicas, and a leader's death loses no acknowledged
+record; min.insync.replicas refuses acks=all writes the ISR cannot cover.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from strom_cluster import StromCluster
+from waiting import wait_until
+
+pytestmark = pytest.mark.timeout(300)
+
+REQUEST_TIMEOUT_S = 30
+TOPIC = "replicated"
+PARTITIONS = 3
+RECORDS = 300
+# A short session so that the controller fences a dead broker quickly.
+FAST_FENCING = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[StromCluster]:
+    made = StromCluster(tmp_path, overrides=FAST_FENCING)
+    made.start()
+    try:
+        yield made
+    finally:
+        for node in made.nodes.values():
+            if node.running:
+                node.kill()
+
+
+def admin(cluster: StromCluster, node_id: int | None = None) -> AdminClient:
+    where = cluster.bootstrap if node_id is None else cluster.nodes[node_id].bootstrap
+    return AdminClient({"bootstrap.servers": where})
+
+
+def create(cluster: StromCluster, topic: NewTopic) -> None:
+    client = admin(cluster)  # kept alive until the answer is in
+    client.create_topics([topic], request_timeout=REQUEST_TIMEOUT_S)[topic.topic].result(
+        REQUEST_TIMEOUT_S
+    )
+
+
+def partition_states(
+    cluster: StromCluster, node_id: int, topic: str
+) -> dict[int, tuple[int, list[int]]]:
+    """index -> (leader, ISR) as broker `node_id`'s Metadata answers."""
+    described = admin(cluster, node_id).list_topics(topic, timeout=REQUEST_TIMEOUT_S)
+    return {i: (p.leader, sorted(p.isrs)) for i, p in described.topics[topic].partitions.items()}
+
+
+def produce(cluster: StromCluster, topic: str, count: int) -> dict[int, list[bytes]]:
+    """Idempotent acks=all writes of `count` numbered records; partition -> values acked
+    in order."""
+    acked: dict[int, list[bytes]] = collections.defaultdict(list)
+    errors: list[str] = []
+
+    def delivered(error: KafkaError | None, message: object) -> None:
+        if error is not None:
+            errors.append(str(error))
+        else:
+            acked[message.partition()].append(message.value())  # type: ignore[attr-defined]
+
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True}
+    )
+    for n in range(count):
+        producer.produce(topic, value=b"v%05d" % n, partition=n % PARTITIONS, on_delivery=delivered)
+    assert producer.flush(REQUEST_TIMEOUT_S) == 0
+    assert errors == []
+    return acked
+
+
+def read_all(
+    cluster: StromCluster, topic: str, expected: dict[int, list[bytes]]
+) -> dict[int, list[bytes]]:
+    """Every partition from its start, until it holds as many records as `expected`
+    (a new leader's high watermark catches up once its followers fetch) or the deadline."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": f"check-{time.monotonic_ns()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        seen: dict[int, list[bytes]] = {}
+        for index, wanted in expected.items():
+            consumer.assign([TopicPartition(topic, index, 0)])
+            values: list[bytes] = []
+            deadline = time.monotonic() + REQUEST_TIMEOUT_S
+            while len(values) < len(wanted) and time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is not None and message.error() is None:
+                    values.append(message.value())
+            seen[index] = values
+        return seen
+    finally:
+        consumer.close()
+
+
+def test_acknowledged_records_survive_the_leaders_death(cluster: StromCluster) -> None:
+    create(cluster, NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"}))
+    wait_until(
+        lambda: all(len(isr) == 3 for _, isr in partition_states(cluster, 1, TOPIC).values()),
+        REQUEST_TIMEOUT_S,
+        "every partition has its three replicas in sync",
+    )
+    acked = produce(cluster, TOPIC, RECORDS)
+    before = partition_states(cluster, 1, TOPIC)
+    dead = before[0][0]
+    cluster.nodes[dead].kill()
+    survivor = next(n for n in cluster.nodes if n != dead)
+    wait_until(
+        lambda: all(
+            leader not in (dead, -1) and dead not in isr
+            for leader, isr in partition_states(cluster, survivor, TOPIC).values()
+        ),
+        REQUEST_TIMEOUT_S,
+        f"new leaders and ISRs without broker {dead}",
+    )
+    assert read_all(cluster, TOPIC, acked) == acked
+    # writes go on with two in sync (min.insync.replicas=2)
+    more = produce(cluster, TOPIC, PARTITIONS * 10)
+    assert all(len(values) == 10 for values in more.values())
+    # the dead broker comes back, catches up and rejoins every ISR
+    cluster.nodes[dead].start()
+    wait_until(
+        lambda: all(
+            len(isr) == 3 for _, isr in partition_states(cluster, survivor, TOPIC).values()
+        ),
+        REQUEST_TIMEOUT_S,
+        f"broker {dead} back in every ISR",
+    )
+
+
+def test_min_insync_replicas_refuses_what_the_isr_cannot_cover(cluster: StromCluster) -> None:
+    create(cluster, NewTopic("strict", 1, 3, config={"min.insync.replicas": "3"}))
+    produce_one = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "acks": "all", "message.timeout.ms": 5000}
+    )
+    errors: list[KafkaError] = []
+    produce_one.produce("strict", b"all three", on_delivery=lambda e, m: errors.append(e))
+    produce_one.flush(REQUEST_TIMEOUT_S)
+    assert errors == [None]
+    ((leader, _),) = partition_states(cluster, 1, "strict").values()
+    victim = next(n for n in cluster.nodes if n != leader)
+    cluster.nodes[victim].kill()
+    wait_until(
+        lambda: victim not in partition_states(cluster, leader, "strict")[0][1],
+        REQUEST_TIMEOUT_S,
+        f"broker {victim} leaves the ISR",
+    )
+    errors.clear()
+    produce_one.produce("strict", b"two of three", on_delivery=lambda e, m: errors.append(e))
+    produce_one.flush(REQUEST_TIMEOUT_S)
+    (error,) = errors
+    assert error is not None and error.code() in (
+        KafkaError.NOT_ENOUGH_REPLICAS,
+        KafkaError._MSG_TIMED_OUT,
+    ), error
+    # acks=1 still works
+    acks_one = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1"})
+    acks_one.produce("strict", b"leader only")
+    assert acks_one.flush(REQUEST_TIMEOUT_S) == 0
