@@ -1,7 +1,7 @@
 """strom.client's admin calls for the operator, for real: leader elections, partition
 reassignments, log dirs and the metadata quorum against Apache Kafka (the answers we
-expect), the same calls against Strom (which does not serve them yet: a clear error,
-never a hang), and AsyncAdmin on the event loop.
+expect), the same calls against Strom (a clear error, never a hang, for those it does not
+serve yet; its log dirs), and AsyncAdmin on the event loop.
 """
 
 from __future__ import annotations
@@ -186,7 +186,6 @@ def test_strom_refuses_elect_leaders_clearly(strom_admin: client_admin.Admin, to
             "AlterPartitionReassignments",
         ),
         (lambda a: a.list_partition_reassignments(), "ListPartitionReassignments"),
-        (lambda a: a.describe_log_dirs(), "DescribeLogDirs"),
     ],
 )
 def test_strom_refuses_the_hand_sent_requests_clearly(
@@ -202,8 +201,24 @@ def test_strom_refuses_the_hand_sent_requests_clearly(
 
 async def test_strom_refuses_through_async_admin_too(strom: StromProcess) -> None:
     admin = client_admin.AsyncAdmin(strom.bootstrap, timeout=QUICK_S)
-    with pytest.raises(errors.UnsupportedError, match="does not support DescribeLogDirs"):
-        await admin.describe_log_dirs()
+    with pytest.raises(errors.UnsupportedError, match="does not support ListPartitionReass"):
+        await admin.list_partition_reassignments()
+
+
+def test_strom_describes_its_log_dir(
+    strom: StromProcess, strom_admin: client_admin.Admin, topic: str
+) -> None:
+    strom_admin.create_topic(topic, partitions=2)
+    [log_dir] = strom_admin.describe_log_dirs()[1]
+    assert Path(log_dir.path) == strom.log_dir
+    assert log_dir.error is None
+    assert log_dir.total_bytes is not None and log_dir.total_bytes > 0
+    assert log_dir.usable_bytes is not None and 0 < log_dir.usable_bytes <= log_dir.total_bytes
+    replica = next(r for r in log_dir.replicas if r.partition == TP(topic, 0))
+    assert (replica.size, replica.offset_lag, replica.is_future) == (0, 0, False)
+    assert TP(topic, 1) in {r.partition for r in log_dir.replicas}
+    with pytest.raises(errors.NotFoundError, match="Broker 7"):
+        strom_admin.describe_log_dirs([7])
 
 
 async def test_strom_describes_its_quorum_of_one(

@@ -298,6 +298,10 @@ class LogManager:
     def __iter__(self) -> Iterator[tuple[TopicPartition, partition_log.PartitionLog]]:
         return iter(list(self._logs.items()))
 
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        """The log directory holding the partition's log (None: no log of it here)."""
+        return self._log_dir_of.get((topic, partition))
+
     def __len__(self) -> int:
         return len(self._logs)
 
