@@ -11,7 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaError,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 from strom_cluster import StromCluster
 from waiting import wait_until
@@ -173,3 +179,77 @@ def test_min_insync_replicas_refuses_what_the_isr_cannot_cover(cluster: StromClu
     acks_one = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1"})
     acks_one.produce("strict", b"leader only")
     assert acks_one.flush(REQUEST_TIMEOUT_S) == 0
+
+
+def committed(cluster: StromCluster, group: str, topic: str) -> dict[int, int]:
+    client = admin(cluster)
+    request = [
+        ConsumerGroupTopicPartitions(group, [TopicPartition(topic, i) for i in range(PARTITIONS)])
+    ]
+    (future,) = client.list_consumer_group_offsets(request, request_timeout=10).values()
+    return {tp.partition: tp.offset for tp in future.result(REQUEST_TIMEOUT_S).topic_partitions}
+
+
+def coordinator(cluster: StromCluster, group: str) -> int:
+    client = admin(cluster)
+    (future,) = client.describe_consumer_groups([group], request_timeout=10).values()
+    return int(future.result(REQUEST_TIMEOUT_S).coordinator.id)
+
+
+def test_a_groups_coordinator_moves_with_its_offsets_partition(cluster: StromCluster) -> None:
+    create(cluster, NewTopic("grouped", PARTITIONS, 3))
+    produce(cluster, "grouped", 30)
+    settings = {
+        "bootstrap.servers": cluster.bootstrap,
+        "group.id": "movers",
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+    consumer = Consumer(settings)
+    consumer.subscribe(["grouped"])
+    read = 0
+    deadline = time.monotonic() + REQUEST_TIMEOUT_S
+    while read < 30 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            read += 1
+    assert read == 30
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    before = committed(cluster, "movers", "grouped")
+    assert sum(before.values()) == 30
+    old = coordinator(cluster, "movers")
+    cluster.nodes[old].kill()
+    survivor = next(n for n in cluster.nodes if n != old)
+
+    def moved() -> bool:
+        try:
+            return coordinator(cluster, "movers") not in (old, -1)
+        except Exception:
+            return False
+
+    wait_until(moved, REQUEST_TIMEOUT_S, f"another coordinator than broker {old}")
+
+    # the new coordinator loaded the group's offsets from its replica
+    def offsets_or_none() -> dict[int, int] | None:
+        try:
+            return committed(cluster, "movers", "grouped")
+        except Exception:
+            return None
+
+    wait_until(
+        lambda: offsets_or_none() == before,
+        REQUEST_TIMEOUT_S,
+        f"the committed offsets through the new coordinator (was broker {old})",
+    )
+    produce(cluster, "grouped", PARTITIONS)
+    consumer = Consumer(settings)
+    consumer.subscribe(["grouped"])
+    fresh: list[bytes] = []
+    deadline = time.monotonic() + REQUEST_TIMEOUT_S
+    while len(fresh) < PARTITIONS and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            fresh.append(message.value())
+    consumer.close()
+    assert sorted(fresh) == [b"v%05d" % n for n in range(PARTITIONS)], survivor

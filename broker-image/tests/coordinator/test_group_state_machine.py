@@ -64,7 +64,7 @@ def coordinator(store: Stored | None = None, **config: Any) -> groups.GroupCoord
 def restarted(store: Stored, now_ms: int) -> groups.GroupCoordinator:
     """A new coordinator that loads what `store` holds, as a broker restart does."""
     again = coordinator(store)
-    again.load(now_ms)
+    again.load(range(store.partition_count() or 0), now_ms)
     return again
 
 
@@ -647,3 +647,55 @@ async def test_a_group_deletion_the_store_cannot_write_keeps_the_group() -> None
     assert set(c.fetch_offsets("tools", None)) == {("t", 0)}
     assert await c.expire_offsets(T0 + 10**12) == 0
     assert set(c.fetch_offsets("tools", None)) == {("t", 0)}
+
+
+async def test_groups_load_and_unload_with_their_offsets_partition() -> None:
+    """A broker coordinates the groups of the offsets partitions it leads: those of a
+    partition whose leadership comes here are rebuilt from its log; those of one whose
+    leadership goes are dropped, a member waiting in a rebalance told NOT_COORDINATOR."""
+    store = Stored()
+    first = coordinator(store)
+    now = 1_000
+    names = [f"group-{n}" for n in range(12)]
+    for name in names:
+        await first.commit_offsets(
+            group_id=name,
+            member_id="",
+            generation_id=-1,
+            group_instance_id=None,
+            offsets=[("t", 0, 7, -1, None)],
+            now_ms=now,
+        )
+    by_partition = {
+        p: {n for n in names if offsets_records.partition_for(n, Stored.PARTITIONS) == p}
+        for p in range(Stored.PARTITIONS)
+    }
+    assert all(by_partition.values())  # every partition holds some group
+    second = coordinator(store)
+    second.load([1], now)
+    assert set(second.groups) == by_partition[1]
+    for name in by_partition[1]:
+        found = second.fetch_offsets(name, None)[("t", 0)]
+        assert found is not None and found.offset == 7
+    second.load([0, 2], now)
+    assert set(second.groups) == set(names)
+    joining = asyncio.ensure_future(
+        second.join(
+            group_id=sorted(by_partition[2])[0],
+            member_id="",
+            group_instance_id=None,
+            client_id="c",
+            client_host="h",
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            protocol_type="consumer",
+            protocols=[("range", b"")],
+            version=3,
+            now_ms=now,
+        )
+    )
+    await settle()
+    assert second.unload([2]) == len(by_partition[2])
+    assert set(second.groups) == by_partition[0] | by_partition[1]
+    answer = await asyncio.wait_for(joining, 1)
+    assert answer.error == ErrorCode.not_coordinator

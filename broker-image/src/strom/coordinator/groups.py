@@ -11,10 +11,11 @@ are answered once the write is committed.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from strom.coordinator import classic, offsets, offsets_log, runtime, states
+from strom.coordinator import classic, offsets, offsets_log, rebalance, runtime, states
 from strom.coordinator import group as group_model
 
 
@@ -28,9 +29,27 @@ class GroupCoordinator:
         self._classic = classic.ClassicProtocol(self.groups, config, self._runtime)
         self._offsets = offsets.OffsetManager(self.groups, config, self._runtime)
 
-    def load(self, now_ms: int) -> None:
-        """Rebuild every group from `__consumer_offsets` (at startup)."""
-        self._runtime.load(self.groups, now_ms)
+    def load(self, partitions: Iterable[int], now_ms: int) -> None:
+        """Coordinate the groups of these `__consumer_offsets` partitions: rebuilt from
+        their logs (at startup, and when their leadership comes here)."""
+        wanted = set(partitions)
+        self.unload(wanted)
+        self._runtime.load(self.groups, sorted(wanted), now_ms)
+
+    def unload(self, partitions: Iterable[int]) -> int:
+        """Stop coordinating the groups of these partitions (their leadership moved
+        away): members waiting in a rebalance are answered NOT_COORDINATOR and find the
+        new coordinator. Returns how many groups went."""
+        leaving = set(partitions)
+        gone = [
+            group_id for group_id in self.groups if self._runtime.partition_of(group_id) in leaving
+        ]
+        for group_id in gone:
+            group = self.groups.pop(group_id)
+            for member in group.members.values():
+                rebalance.answer_join(member, group_model.JoinResult(ErrorCode.not_coordinator))
+                rebalance.answer_sync(member, group_model.SyncResult(ErrorCode.not_coordinator))
+        return len(gone)
 
     async def drain(self) -> None:
         """Wait for the writes under way (shutdown)."""

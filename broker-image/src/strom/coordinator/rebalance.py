@@ -165,6 +165,12 @@ def fence(member: group_model.Member) -> None:
     answer_sync(member, group_model.SyncResult(ErrorCode.unknown_member_id))
 
 
+def answer_join(member: group_model.Member, result: group_model.JoinResult) -> None:
+    if member.join_waiter is not None and not member.join_waiter.done():
+        member.join_waiter.set_result(result)
+    member.join_waiter = None
+
+
 def answer_sync(member: group_model.Member, result: group_model.SyncResult) -> None:
     if member.sync_waiter is not None and not member.sync_waiter.done():
         member.sync_waiter.set_result(result)

@@ -7,7 +7,8 @@ with a write (`on_written`) runs right after that write is committed and before 
 group's next one starts. Memory thus changes in log order, as a replay would change
 it. A write that fails raises StoreFailed to whoever awaits it; nothing was applied.
 
-At startup, `load` replays every partition into the groups (later records win).
+`load` replays partitions into the groups (later records win): at startup those led
+here, later each partition whose leadership comes here.
 """
 
 from __future__ import annotations
@@ -106,10 +107,17 @@ class Runtime:
 
     # Loading -------------------------------------------------------------------------
 
-    def load(self, groups: dict[str, group_model.Group], now_ms: int) -> None:
-        """Rebuild `groups` from every partition of `__consumer_offsets`."""
-        for partition in range(self._log.partition_count() or 0):
+    def load(
+        self, groups: dict[str, group_model.Group], partitions: Iterable[int], now_ms: int
+    ) -> None:
+        """Rebuild the groups of these `__consumer_offsets` partitions from their logs."""
+        for partition in partitions:
             replay(groups, self._log.read(partition), now_ms)
+
+    def partition_of(self, group_id: str) -> int | None:
+        """The `__consumer_offsets` partition that holds the group (None: no topic yet)."""
+        count = self._log.partition_count()
+        return None if count is None else offsets_records.partition_for(group_id, count)
 
 
 def _log_failure(group_id: str, task: asyncio.Task[None]) -> None:

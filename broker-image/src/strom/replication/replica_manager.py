@@ -248,11 +248,13 @@ class ReplicaManager:
 
     # Reading a whole partition (coordinator state) ---------------------------------------
 
-    def committed_chunks(self, topic: str, index: int) -> Iterator[bytes]:
-        """The whole batches of a hosted partition up to its high watermark, in chunks."""
+    def log_chunks(self, topic: str, index: int) -> Iterator[bytes]:
+        """The whole batches of a hosted partition up to its log end, in chunks: what a
+        new leader's coordinator loads (Kafka's coordinators read to the log end, the new
+        leader's log being the one that will be committed)."""
         partition = self._partitions.get((topic, index))
         if partition is not None:
-            yield from partition.log.committed_chunks()
+            yield from partition.log.committed_chunks(to_log_end=True)
 
     # Background work -------------------------------------------------------------------
 

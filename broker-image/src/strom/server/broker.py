@@ -28,7 +28,6 @@ from strom.cluster import (
     migration,
     topics,
 )
-from strom.cluster import delta as deltas
 from strom.cluster import image as images
 from strom.config import broker as broker_config
 from strom.coordinator import group as group_model
@@ -38,7 +37,15 @@ from strom.network import channel as channels
 from strom.protocol import apis
 from strom.records import batches
 from strom.replication import fetcher, isr_updates, replica_manager
-from strom.server import cluster_control, context, dispatch, flow_control, http, lifecycle
+from strom.server import (
+    cluster_control,
+    context,
+    dispatch,
+    flow_control,
+    group_placement,
+    http,
+    lifecycle,
+)
 from strom.server import connection as connections
 from strom.server import metrics as broker_metrics
 
@@ -141,9 +148,7 @@ class Broker:
                 partition_count=self.offsets_topic.partition_count,
                 create=self._create_offsets_topic,
                 append_batch=self._append_offsets_batch,
-                read_chunks=lambda index: self.replicas.committed_chunks(
-                    topics.OFFSETS_TOPIC, index
-                ),
+                read_chunks=lambda index: self.replicas.log_chunks(topics.OFFSETS_TOPIC, index),
             ),
         )
         self.producer_ids = producer_ids.ProducerIdManager(
@@ -202,15 +207,12 @@ class Broker:
         self.replicas.load(image)
         self.metadata.add_publisher(self.configs)
         self.metadata.add_publisher(self.replicas)
-        self.metadata.add_publisher(_GroupsForgetTopics(self.groups, self.clock))
+        placement = group_placement.GroupPlacement(self.groups, self.node_id, self.clock)
+        self.metadata.add_publisher(placement)
         self.metadata.add_publisher(self.metadata_watch)
-        self.groups.load(self.clock.time_ms())
+        loaded = placement.load(image)
         if self.offsets_topic.partition_count() is not None:
-            log.info(
-                "loaded %d consumer group(s) from %s",
-                len(self.groups.groups),
-                topics.OFFSETS_TOPIC,
-            )
+            log.info("loaded %d consumer group(s) from %s", loaded, topics.OFFSETS_TOPIC)
         self.loaded = True
 
     async def _alter_isr(
@@ -526,21 +528,3 @@ def _fetch_settings(config: broker_config.BrokerConfig) -> fetcher.FetchSettings
         backoff_ms=config.get_int("replica.fetch.backoff.ms"),
         socket_timeout_ms=config.get_int("replica.socket.timeout.ms"),
     )
-
-
-class _GroupsForgetTopics:
-    """Publisher: a removed topic's committed offsets go with it."""
-
-    name = "group coordinator"
-
-    def __init__(self, groups: group_coordinator.GroupCoordinator, clock: Clock) -> None:
-        self._groups = groups
-        self._clock = clock
-
-    def publish(self, delta: deltas.MetadataDelta, image: images.MetadataImage) -> None:
-        for removed in delta.removed_topics.values():
-            dropped = self._groups.forget_topic(removed.name, self._clock.time_ms())
-            if dropped:
-                log.info(
-                    "dropped %d committed offset(s) of deleted topic %s", dropped, removed.name
-                )

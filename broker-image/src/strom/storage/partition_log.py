@@ -528,12 +528,14 @@ class PartitionLog:
                 break
         return ReadResult(ranges, total)
 
-    def committed_chunks(self, chunk_bytes: int = 8 * 1024 * 1024) -> Iterator[bytes]:
-        """Every whole batch from the log start up to the high watermark, as buffers of
-        about `chunk_bytes` (a batch larger than that comes alone): for replaying a log
-        into memory, such as coordinator state or the cluster metadata."""
+    def committed_chunks(
+        self, chunk_bytes: int = 8 * 1024 * 1024, *, to_log_end: bool = False
+    ) -> Iterator[bytes]:
+        """Every whole batch from the log start up to the high watermark (or the log end),
+        as buffers of about `chunk_bytes` (a batch larger than that comes alone): for
+        replaying a log into memory, such as coordinator state or the cluster metadata."""
         offset = self._log_start_offset
-        end = self._high_watermark
+        end = self._log_end_offset if to_log_end else self._high_watermark
         while offset < end:
             read = self.read(offset, chunk_bytes, max_offset=end)
             if read.total_bytes == 0:
