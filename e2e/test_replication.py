@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,6 +63,19 @@ def partition_states(
     """index -> (leader, ISR) as broker `node_id`'s Metadata answers."""
     described = admin(cluster, node_id).list_topics(topic, timeout=REQUEST_TIMEOUT_S)
     return {i: (p.leader, sorted(p.isrs)) for i, p in described.topics[topic].partitions.items()}
+
+
+def scraped(cluster: StromCluster, name: str) -> float:
+    """The sum over the running nodes of an unlabelled /metrics sample."""
+    total = 0.0
+    for node in cluster.nodes.values():
+        if not node.running:
+            continue
+        with urllib.request.urlopen(f"{node.metrics_url}/metrics", timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith(f"{name} "):
+                    total += float(line.split()[1])
+    return total
 
 
 def produce(cluster: StromCluster, topic: str, count: int) -> dict[int, list[bytes]]:
@@ -136,6 +150,8 @@ def test_acknowledged_records_survive_the_leaders_death(cluster: StromCluster) -
         f"new leaders and ISRs without broker {dead}",
     )
     assert read_all(cluster, TOPIC, acked) == acked
+    assert scraped(cluster, "strom_under_replicated_partitions") == PARTITIONS
+    assert scraped(cluster, "strom_leader_partitions") == PARTITIONS
     # writes go on with two in sync (min.insync.replicas=2)
     more = produce(cluster, TOPIC, PARTITIONS * 10)
     assert all(len(values) == 10 for values in more.values())
@@ -148,6 +164,13 @@ def test_acknowledged_records_survive_the_leaders_death(cluster: StromCluster) -
         REQUEST_TIMEOUT_S,
         f"broker {dead} back in every ISR",
     )
+    # each leader proposed it back through AlterPartition, and counted that
+    wait_until(
+        lambda: scraped(cluster, "strom_under_replicated_partitions") == 0,
+        REQUEST_TIMEOUT_S,
+        "no under-replicated partition left",
+    )
+    assert scraped(cluster, "strom_isr_expands_total") >= PARTITIONS
 
 
 def test_min_insync_replicas_refuses_what_the_isr_cannot_cover(cluster: StromCluster) -> None:

@@ -52,6 +52,7 @@ class FetchSettings:
 class _Followed:
     partition: partitions.Partition
     delayed_until: float = 0.0  # after an error: not fetched before
+    lag: int = 0  # offsets behind the leader's high watermark, at the last fetch
 
 
 class ReplicaFetcher:
@@ -94,6 +95,9 @@ class ReplicaFetcher:
 
     def remove(self, key: PartitionKey) -> None:
         self._partitions.pop(key, None)
+
+    def max_lag(self) -> int:
+        return max((f.lag for f in self._partitions.values()), default=0)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -204,6 +208,7 @@ class ReplicaFetcher:
                 return
             try:
                 partition.append_as_follower(answer.records or b"", int(answer.high_watermark))
+                followed.lag = max(int(answer.high_watermark) - partition.log_end_offset, 0)
             except (batches.RecordsError, OSError) as failure:
                 log.error(
                     "%s: cannot append what leader %d sent: %s", partition, self.source, failure
@@ -289,6 +294,10 @@ class Fetchers:
 
     def followed(self) -> int:
         return len(self._source_of)
+
+    def max_lag(self) -> int:
+        """Kafka's MaxLag: the most a followed partition is behind its leader."""
+        return max((f.max_lag() for f in self._fetchers.values()), default=0)
 
     async def stop(self) -> None:
         """Stop fetching (a stopping broker); `close` then drops the connections."""

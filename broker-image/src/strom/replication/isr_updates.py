@@ -29,7 +29,10 @@ class IsrUpdates:
     def __init__(self, send: Sender, clock: Clock) -> None:
         self._send = send
         self._clock = clock
-        self._pending: dict[tuple[str, int], tuple[partitions.Partition, tuple[int, ...]]] = {}
+        # (topic, index) -> (partition, its ISR when it proposed, the proposed one)
+        self._pending: dict[
+            tuple[str, int], tuple[partitions.Partition, tuple[int, ...], tuple[int, ...]]
+        ] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # counted for /metrics: ISR changes committed for partitions led here
@@ -37,7 +40,7 @@ class IsrUpdates:
         self.expands = 0
 
     def propose(self, partition: partitions.Partition, isr: tuple[int, ...]) -> None:
-        self._pending[(partition.topic, partition.index)] = (partition, isr)
+        self._pending[(partition.topic, partition.index)] = (partition, partition.isr, isr)
         self._wake.set()
         if self._task is None:
             try:
@@ -66,14 +69,16 @@ class IsrUpdates:
                 raise
             except Exception as error:
                 log.warning("cannot change the ISR of %d partition(s): %s", len(pending), error)
-                for partition, _ in pending.values():
+                for partition, _, _ in pending.values():
                     partition.isr_answered(None, -1, -1)
                 await self._clock.sleep(RETRY_BACKOFF_S)
 
-    async def _send_all(self, pending: list[tuple[partitions.Partition, tuple[int, ...]]]) -> None:
+    async def _send_all(
+        self, pending: list[tuple[partitions.Partition, tuple[int, ...], tuple[int, ...]]]
+    ) -> None:
         changes = []
         sent = []
-        for partition, isr in pending:
+        for partition, before, isr in pending:
             if partition.topic_id is None or not partition.is_leader:
                 partition.isr_answered(None, -1, -1)
                 continue
@@ -85,15 +90,14 @@ class IsrUpdates:
                 isr,
             )
             changes.append(change)
-            sent.append((partition, change))
+            sent.append((partition, before, change))
         if not changes:
             return
         outcomes = await self._send(changes)
         by_key = {(o.topic_id, o.partition): o for o in outcomes}
-        for partition, change in sent:
+        for partition, before, change in sent:
             isr = change.new_isr
             outcome = by_key.get((change.topic_id, change.partition))
-            before = partition.isr
             if outcome is None or outcome.error != ErrorCode.none:
                 name = "no answer" if outcome is None else ErrorCode(outcome.error).name
                 log.info("%s: ISR %s refused: %s", partition, list(isr), name)

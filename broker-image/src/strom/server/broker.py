@@ -285,8 +285,16 @@ class Broker:
                 if min_isr is None:
                     min_isr = self.configs.topic(topic.name).min_insync_replicas
                 under_min_isr += len(partition.isr) < min_isr
+        updates = self.replicas.isr_updates
         return broker_metrics.ReplicationCounts(
-            leaders, under_replicated, under_min_isr, offline, active
+            leaders,
+            under_replicated,
+            under_min_isr,
+            offline,
+            active,
+            isr_shrinks=0 if updates is None else updates.shrinks,
+            isr_expands=0 if updates is None else updates.expands,
+            max_follower_lag=self.fetchers.max_lag(),
         )
 
     def _log_rows(self) -> list[tuple[str, int, int, int, int, int]]:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS = (
@@ -117,15 +117,42 @@ class ReplicationCounts:
     under_min_isr: int  # led here with fewer in-sync replicas than min.insync.replicas
     offline: int  # partitions without a leader (counted by the active controller only)
     active_controller: bool
+    isr_shrinks: int = 0  # ISR changes committed for partitions led here, since start
+    isr_expands: int = 0
+    max_follower_lag: int = 0  # offsets the most lagging partition followed here is behind
 
 
 class _ReplicationCollector(Collector):
     def __init__(self, counts: Callable[[], ReplicationCounts]) -> None:
         self._counts = counts
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         counts = self._counts()
+        for counter, help_text, total in (
+            (
+                "strom_isr_shrinks",
+                "ISR shrinks of partitions led here "
+                "(kafka.server:type=ReplicaManager,name=IsrShrinksPerSec)",
+                counts.isr_shrinks,
+            ),
+            (
+                "strom_isr_expands",
+                "ISR expansions of partitions led here "
+                "(kafka.server:type=ReplicaManager,name=IsrExpandsPerSec)",
+                counts.isr_expands,
+            ),
+        ):
+            counted = CounterMetricFamily(counter, help_text)
+            counted.add_metric([], total)
+            yield counted
         for name, help_text, value in (
+            (
+                "strom_replica_max_lag",
+                "Offsets the most lagging partition this broker follows is behind its "
+                "leader's high watermark "
+                "(kafka.server:type=ReplicaFetcherManager,name=MaxLag,clientId=Replica)",
+                counts.max_follower_lag,
+            ),
             (
                 "strom_leader_partitions",
                 "Partitions led by this broker (kafka.server:type=ReplicaManager,name=LeaderCount)",
