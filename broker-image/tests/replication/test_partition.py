@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from strom.cluster import image as images
 from strom.records import batches, compression
+from strom.replication import outcomes
 from strom.replication import partition as partitions
 from strom.storage import log_config, partition_log, validator
 
@@ -45,7 +46,7 @@ def append(
     rules: validator.Rules = RULES,
     min_isr: int = 1,
     transactional: bool = False,
-) -> partitions.AppendOutcome:
+) -> outcomes.AppendOutcome:
     return partition.append_as_leader(
         data,
         acks=acks,
@@ -78,7 +79,7 @@ def test_consumers_never_read_past_the_high_watermark(log: partition_log.Partiti
     consumer = partition.read(0, 1 << 20)
     assert consumer.high_watermark == 1 and consumer.size == len(batch(b"a"))
     assert partition.read(1, 1 << 20).records is None  # at the high watermark: nothing yet
-    follower = partition.read(0, 1 << 20, follower=partitions.FollowerFetch(2))
+    follower = partition.read(0, 1 << 20, follower=outcomes.FollowerFetch(2))
     assert follower.size == 2 * len(batch(b"a"))  # followers read to the log end
 
 
@@ -87,35 +88,32 @@ def test_leader_epochs_are_fenced(log: partition_log.PartitionLog) -> None:
     append(partition, batch(b"a"))
     assert (
         partition.read(0, 100, current_leader_epoch=4).error
-        is partitions.ReadError.FENCED_LEADER_EPOCH
+        is outcomes.ReadError.FENCED_LEADER_EPOCH
     )
     assert (
         partition.read(0, 100, current_leader_epoch=6).error
-        is partitions.ReadError.UNKNOWN_LEADER_EPOCH
+        is outcomes.ReadError.UNKNOWN_LEADER_EPOCH
     )
     assert partition.read(0, 100, current_leader_epoch=5).error is None
     assert partition.read(0, 100, current_leader_epoch=-1).error is None
-    assert (
-        partition.list_offset(partitions.LATEST, 4).error
-        is partitions.ReadError.FENCED_LEADER_EPOCH
-    )
-    listed = partition.list_offset(partitions.LATEST, 5)
+    assert partition.list_offset(outcomes.LATEST, 4).error is outcomes.ReadError.FENCED_LEADER_EPOCH
+    listed = partition.list_offset(outcomes.LATEST, 5)
     assert (listed.offset, listed.leader_epoch) == (1, 5)
 
 
 def test_reads_outside_the_log_are_out_of_range(log: partition_log.PartitionLog) -> None:
     partition = leader(log)
     append(partition, batch(b"a"))
-    assert partition.read(5, 100).error is partitions.ReadError.OFFSET_OUT_OF_RANGE
-    assert partition.delete_records(5) == (partitions.ReadError.OFFSET_OUT_OF_RANGE, -1)
+    assert partition.read(5, 100).error is outcomes.ReadError.OFFSET_OUT_OF_RANGE
+    assert partition.delete_records(5) == (outcomes.ReadError.OFFSET_OUT_OF_RANGE, -1)
     assert partition.delete_records(-1) == (None, 1)
-    assert partition.read(0, 100).error is partitions.ReadError.OFFSET_OUT_OF_RANGE
+    assert partition.read(0, 100).error is outcomes.ReadError.OFFSET_OUT_OF_RANGE
 
 
 def test_min_insync_replicas_refuses_acks_all_only(log: partition_log.PartitionLog) -> None:
     partition = leader(log, isr=(1,))
     refused = append(partition, batch(b"a"), acks=-1, min_isr=2)
-    assert refused.error is partitions.AppendError.NOT_ENOUGH_REPLICAS
+    assert refused.error is outcomes.AppendError.NOT_ENOUGH_REPLICAS
     assert "{1}" in (refused.message or "") and "min.isr requirement of 2" in (
         refused.message or ""
     )
@@ -141,26 +139,26 @@ async def test_acks_all_completes_when_the_high_watermark_covers_the_batch(
     gone = asyncio.ensure_future(partition.wait_committed(outcome))
     await asyncio.sleep(0)
     partition.close_waiters()
-    assert await asyncio.wait_for(gone, 1) is partitions.AppendError.NOT_LEADER
+    assert await asyncio.wait_for(gone, 1) is outcomes.AppendError.NOT_LEADER
 
 
 @pytest.mark.parametrize(
     ("data", "rules", "transactional", "error"),
     [
-        (bytearray(b"\x00" * 70), RULES, False, partitions.AppendError.CORRUPT_MESSAGE),
+        (bytearray(b"\x00" * 70), RULES, False, outcomes.AppendError.CORRUPT_MESSAGE),
         (
             batch(b"x" * 2000),
             validator.Rules(1000, False, "producer"),
             False,
-            partitions.AppendError.MESSAGE_TOO_LARGE,
+            outcomes.AppendError.MESSAGE_TOO_LARGE,
         ),
         (
             batch(b"v", key=None),
             validator.Rules(1_000_000, True, "producer"),
             False,
-            partitions.AppendError.INVALID_RECORD,
+            outcomes.AppendError.INVALID_RECORD,
         ),
-        (batch(b"v"), RULES, True, partitions.AppendError.TRANSACTIONS_UNSUPPORTED),
+        (batch(b"v"), RULES, True, outcomes.AppendError.TRANSACTIONS_UNSUPPORTED),
     ],
     ids=["corrupt", "too-large", "compacted-without-key", "transactional"],
 )
@@ -169,7 +167,7 @@ def test_invalid_batches_are_refused_and_nothing_is_appended(
     data: bytearray,
     rules: validator.Rules,
     transactional: bool,
-    error: partitions.AppendError,
+    error: outcomes.AppendError,
 ) -> None:
     partition = leader(log)
     outcome = append(partition, data, rules=rules, transactional=transactional)
@@ -193,6 +191,6 @@ def test_the_topic_codec_recompresses_the_batch(log: partition_log.PartitionLog)
 def test_a_replica_that_is_not_the_leader_refuses_clients(log: partition_log.PartitionLog) -> None:
     state = images.PartitionImage(0, (2, 1), (2, 1), leader=2, leader_epoch=1, partition_epoch=0)
     follower = partitions.Partition("t", 0, log, 1, state)
-    assert append(follower, batch(b"a")).error is partitions.AppendError.NOT_LEADER
-    assert follower.read(0, 100).error is partitions.ReadError.NOT_LEADER
-    assert follower.list_offset(partitions.EARLIEST).error is partitions.ReadError.NOT_LEADER
+    assert append(follower, batch(b"a")).error is outcomes.AppendError.NOT_LEADER
+    assert follower.read(0, 100).error is outcomes.ReadError.NOT_LEADER
+    assert follower.list_offset(outcomes.EARLIEST).error is outcomes.ReadError.NOT_LEADER

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from strom.cluster import image as images
 from strom.records import batches
+from strom.replication import outcomes
 from strom.replication import partition as partitions
 from strom.storage import log_config, partition_log, validator
 
@@ -87,19 +88,19 @@ def replica(
 
 def append(
     partition: partitions.Partition, data: bytearray, acks: int = -1, min_isr: int = 1
-) -> partitions.AppendOutcome:
+) -> outcomes.AppendOutcome:
     return partition.append_as_leader(
         data, acks=acks, rules=RULES, min_insync_replicas=min_isr, transactional=False, now_ms=NOW
     )
 
 
-def copy(leader: partitions.Partition, follower: partitions.Partition) -> partitions.ReadOutcome:
+def copy(leader: partitions.Partition, follower: partitions.Partition) -> outcomes.ReadOutcome:
     """One fetch of `follower` from `leader`, applied as the fetcher does."""
     read = leader.read(
         follower.log_end_offset,
         1 << 20,
         current_leader_epoch=follower.leader_epoch,
-        follower=partitions.FollowerFetch(follower.node_id, follower.last_fetched_epoch),
+        follower=outcomes.FollowerFetch(follower.node_id, follower.last_fetched_epoch),
     )
     assert read.error is None, read
     if read.diverging_epoch is not None:
@@ -155,11 +156,9 @@ async def test_acks_all_fails_after_append_when_the_isr_shrank_below_min_isr(
     acked = asyncio.ensure_future(leader.wait_committed(outcome, 2))
     await asyncio.sleep(0)
     leader.become(state(1, 0, isr=(1,), pe=1))  # the controller dropped follower 2
-    assert (
-        await asyncio.wait_for(acked, 1) is partitions.AppendError.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-    )
+    assert await asyncio.wait_for(acked, 1) is outcomes.AppendError.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     refused = append(leader, batch(b"b"), min_isr=2)
-    assert refused.error is partitions.AppendError.NOT_ENOUGH_REPLICAS
+    assert refused.error is outcomes.AppendError.NOT_ENOUGH_REPLICAS
 
 
 async def test_losing_the_leadership_fails_waiting_producers(
@@ -169,7 +168,7 @@ async def test_losing_the_leadership_fails_waiting_producers(
     acked = asyncio.ensure_future(leader.wait_committed(append(leader, batch(b"a"))))
     await asyncio.sleep(0)
     leader.become(state(2, 1, isr=(2, 3), pe=1))
-    assert await asyncio.wait_for(acked, 1) is partitions.AppendError.NOT_LEADER
+    assert await asyncio.wait_for(acked, 1) is outcomes.AppendError.NOT_LEADER
 
 
 def test_a_caught_up_follower_is_proposed_into_the_isr_and_a_lagging_one_out(
@@ -242,7 +241,7 @@ def test_a_follower_keeps_the_producer_state_and_offsets_of_the_leader(
     following = append(two, batch(b"c", producer=(77, 0, 2)))
     assert following.error is None and following.base_offset == 2
     skipped = append(two, batch(b"e", producer=(77, 0, 9)))
-    assert skipped.error is partitions.AppendError.OUT_OF_ORDER_SEQUENCE
+    assert skipped.error is outcomes.AppendError.OUT_OF_ORDER_SEQUENCE
 
 
 def test_a_follower_below_the_leaders_log_start_starts_over_there(
@@ -255,8 +254,8 @@ def test_a_follower_below_the_leaders_log_start_starts_over_there(
     append(one, batch(b"d"))
     assert one.delete_records(3) == (None, 3)
     two = replica(2, logs[2], state(1, 0, isr=(1,)))
-    read = one.read(0, 1 << 20, follower=partitions.FollowerFetch(2))
-    assert read.error is partitions.ReadError.OFFSET_OUT_OF_RANGE and read.log_start_offset == 3
+    read = one.read(0, 1 << 20, follower=outcomes.FollowerFetch(2))
+    assert read.error is outcomes.ReadError.OFFSET_OUT_OF_RANGE and read.log_start_offset == 3
     two.restart_at(read.log_start_offset)
     copy(one, two)
     assert logs[2].log_start_offset == 3 and values(logs[2]) == [b"d"]

@@ -15,7 +15,7 @@ from kio.schema.errors import ErrorCode
 from strom.cluster import image as images
 from strom.protocol import apis
 from strom.records import batches
-from strom.replication import leader_epochs
+from strom.replication import leader_epochs, outcomes
 from strom.replication import partition as partitions
 from strom.server import broker as broker_module
 from strom.storage import log_config, partition_log, validator
@@ -59,7 +59,7 @@ def led_through_epochs(
 
 def answer(
     partition: partitions.Partition, epoch: int, current: int = -1
-) -> tuple[partitions.ReadError | None, int, int]:
+) -> tuple[outcomes.ReadError | None, int, int]:
     found = leader_epochs.last_offset_for_leader_epoch(partition, current, epoch)
     return found.error, found.leader_epoch, found.end_offset
 
@@ -105,16 +105,16 @@ def test_unknown_epochs_answer_undefined_without_an_error(log: partition_log.Par
 def test_the_callers_current_leader_epoch_is_fenced(log: partition_log.PartitionLog) -> None:
     partition = led_through_epochs(log, [(0, 2), (4, 1)])
     assert answer(partition, 0, current=4) == (None, 0, 2)
-    assert answer(partition, 0, current=3)[0] == partitions.ReadError.FENCED_LEADER_EPOCH
-    assert answer(partition, 0, current=5)[0] == partitions.ReadError.UNKNOWN_LEADER_EPOCH
+    assert answer(partition, 0, current=3)[0] == outcomes.ReadError.FENCED_LEADER_EPOCH
+    assert answer(partition, 0, current=5)[0] == outcomes.ReadError.UNKNOWN_LEADER_EPOCH
 
 
 def test_only_the_leader_answers(log: partition_log.PartitionLog) -> None:
     partition = led_through_epochs(log, [(0, 2)])
     partition.become(state(1, leader=2))
-    assert answer(partition, 0)[0] == partitions.ReadError.NOT_LEADER
+    assert answer(partition, 0)[0] == outcomes.ReadError.NOT_LEADER
     # Fencing comes first, as in Kafka's Partition.getLocalLog.
-    assert answer(partition, 0, current=0)[0] == partitions.ReadError.FENCED_LEADER_EPOCH
+    assert answer(partition, 0, current=0)[0] == outcomes.ReadError.FENCED_LEADER_EPOCH
 
 
 # Through the dispatcher -----------------------------------------------------------------

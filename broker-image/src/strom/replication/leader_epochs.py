@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from strom.replication import outcomes
 from strom.replication import partition as partitions
 from strom.storage import leader_epochs
 
 
 @dataclass(frozen=True, slots=True)
 class EpochEndOffset:
-    error: partitions.ReadError | None = None
+    error: outcomes.ReadError | None = None
     leader_epoch: int = leader_epochs.UNDEFINED_EPOCH
     end_offset: int = leader_epochs.UNDEFINED_EPOCH_OFFSET
 
@@ -31,7 +32,7 @@ def last_offset_for_leader_epoch(
     if fenced is not None:
         return EpochEndOffset(fenced)
     if not partition.is_leader:
-        return EpochEndOffset(partitions.ReadError.NOT_LEADER)
+        return EpochEndOffset(outcomes.ReadError.NOT_LEADER)
     log = partition.log
     epoch, end_offset = log.leader_epoch_cache.end_offset_for(leader_epoch, log.log_end_offset)
     if end_offset == leader_epochs.UNDEFINED_EPOCH_OFFSET:

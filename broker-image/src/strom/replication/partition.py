@@ -18,33 +18,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import enum
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from strom.cluster import image as images
 from strom.protocol import regions
 from strom.records import batches
 from strom.replication import follower_states
+from strom.replication.outcomes import (
+    EARLIEST,
+    EARLIEST_LOCAL,
+    EARLIEST_PENDING_UPLOAD,
+    LATEST,
+    LATEST_TIERED,
+    MAX_TIMESTAMP,
+    AppendError,
+    AppendOutcome,
+    FollowerFetch,
+    Isolation,
+    ListedOffset,
+    ReadError,
+    ReadOutcome,
+)
 from strom.storage import log_config, partition_log, producer_state, validator
 
 log = logging.getLogger(__name__)
-
-
-class AppendError(enum.Enum):
-    NOT_LEADER = "not_leader"
-    NOT_ENOUGH_REPLICAS = "not_enough_replicas"
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND = "not_enough_replicas_after_append"
-    TIMED_OUT = "timed_out"
-    MESSAGE_TOO_LARGE = "message_too_large"
-    INVALID_RECORD = "invalid_record"
-    CORRUPT_MESSAGE = "corrupt_message"
-    TRANSACTIONS_UNSUPPORTED = "transactions_unsupported"
-    OUT_OF_ORDER_SEQUENCE = "out_of_order_sequence"
-    INVALID_PRODUCER_EPOCH = "invalid_producer_epoch"
-    STORAGE_ERROR = "storage_error"
 
 
 _VALIDATION_ERRORS = {
@@ -55,79 +54,12 @@ _VALIDATION_ERRORS = {
 }
 
 
-class ReadError(enum.Enum):
-    NOT_LEADER = "not_leader"
-    FENCED_LEADER_EPOCH = "fenced_leader_epoch"
-    UNKNOWN_LEADER_EPOCH = "unknown_leader_epoch"
-    OFFSET_OUT_OF_RANGE = "offset_out_of_range"
-    # a new leader whose high watermark has not reached its epoch's start yet
-    OFFSET_NOT_AVAILABLE = "offset_not_available"
-
-
-class Isolation(enum.IntEnum):
-    READ_UNCOMMITTED = 0
-    READ_COMMITTED = 1
-
-
-# ListOffsets' special timestamps.
-LATEST = -1
-EARLIEST = -2
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL = -4
-LATEST_TIERED = -5
-EARLIEST_PENDING_UPLOAD = -6
-
-
-@dataclass(frozen=True, slots=True)
-class AppendOutcome:
-    error: AppendError | None = None
-    message: str | None = None
-    base_offset: int = -1
-    log_append_time: int = -1
-    log_start_offset: int = -1
-    duplicate: bool = False
-    last_offset: int = -1
-    size: int = 0  # bytes appended
-    records: int = 0  # records appended
-
-
-@dataclass(frozen=True, slots=True)
-class ReadOutcome:
-    error: ReadError | None = None
-    high_watermark: int = -1
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    records: regions.RecordRegions | None = None
-    # (epoch, end offset) where a follower's log stops agreeing with the leader's
-    diverging_epoch: tuple[int, int] | None = None
-
-    @property
-    def size(self) -> int:
-        return 0 if self.records is None else self.records.size
-
-
-@dataclass(frozen=True, slots=True)
-class FollowerFetch:
-    """Who fetches, for a follower's fetch: its id and the epoch of its last batch."""
-
-    replica_id: int
-    last_fetched_epoch: int = -1
-
-
 # The leader's answer to its own ISR proposals: (proposed ISR, partition epoch it applies to)
 IsrProposer = Callable[["Partition", tuple[int, ...]], None]
 
 
 def _no_proposals(partition: Partition, isr: tuple[int, ...]) -> None:
     pass
-
-
-@dataclass(frozen=True, slots=True)
-class ListedOffset:
-    error: ReadError | None = None
-    timestamp: int = -1
-    offset: int = -1
-    leader_epoch: int = -1
 
 
 class Partition:

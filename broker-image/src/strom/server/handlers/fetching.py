@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from strom.protocol import apis, shaping
+from strom.replication import outcomes
 from strom.replication import partition as partitions
 from strom.server import context
 
@@ -23,11 +24,11 @@ if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
 
 READ_ERRORS = {
-    partitions.ReadError.NOT_LEADER: ErrorCode.not_leader_or_follower,
-    partitions.ReadError.FENCED_LEADER_EPOCH: ErrorCode.fenced_leader_epoch,
-    partitions.ReadError.UNKNOWN_LEADER_EPOCH: ErrorCode.unknown_leader_epoch,
-    partitions.ReadError.OFFSET_OUT_OF_RANGE: ErrorCode.offset_out_of_range,
-    partitions.ReadError.OFFSET_NOT_AVAILABLE: ErrorCode.offset_not_available,
+    outcomes.ReadError.NOT_LEADER: ErrorCode.not_leader_or_follower,
+    outcomes.ReadError.FENCED_LEADER_EPOCH: ErrorCode.fenced_leader_epoch,
+    outcomes.ReadError.UNKNOWN_LEADER_EPOCH: ErrorCode.unknown_leader_epoch,
+    outcomes.ReadError.OFFSET_OUT_OF_RANGE: ErrorCode.offset_out_of_range,
+    outcomes.ReadError.OFFSET_NOT_AVAILABLE: ErrorCode.offset_not_available,
 }
 
 
@@ -63,9 +64,9 @@ async def handle_fetch(
     max_wait_ms = shaping.as_millis(body.max_wait)
     deadline = broker.clock.monotonic() + max(max_wait_ms, 0) / 1000
     isolation = (
-        partitions.Isolation.READ_COMMITTED
-        if getattr(body, "isolation_level", 0) == partitions.Isolation.READ_COMMITTED
-        else partitions.Isolation.READ_UNCOMMITTED
+        outcomes.Isolation.READ_COMMITTED
+        if getattr(body, "isolation_level", 0) == outcomes.Isolation.READ_COMMITTED
+        else outcomes.Isolation.READ_UNCOMMITTED
     )
     replica_id = _replica_id(body)
     while True:
@@ -132,7 +133,7 @@ def _read_all(
     broker: BrokerContext,
     wanted: list[_Wanted],
     response_max_bytes: int,
-    isolation: partitions.Isolation,
+    isolation: outcomes.Isolation,
     replica_id: int,
 ) -> tuple[list[dict[str, Any]], int, bool]:
     by_topic: dict[tuple[str | None, uuid.UUID | None], list[dict[str, Any]]] = {}
@@ -160,7 +161,7 @@ def _read_partition(
     item: _Wanted,
     bytes_left: int,
     first: bool,
-    isolation: partitions.Isolation,
+    isolation: outcomes.Isolation,
     replica_id: int,
 ) -> dict[str, Any]:
     result: dict[str, Any] = {
@@ -169,7 +170,7 @@ def _read_partition(
         "high_watermark": -1,
         "last_stable_offset": -1,
         "log_start_offset": -1,
-        "aborted_transactions": () if isolation is partitions.Isolation.READ_COMMITTED else None,
+        "aborted_transactions": () if isolation is outcomes.Isolation.READ_COMMITTED else None,
         "preferred_read_replica": -1,
         "records": b"",
     }
@@ -186,9 +187,7 @@ def _read_partition(
         isolation=isolation,
         current_leader_epoch=item.current_leader_epoch,
         follower=(
-            partitions.FollowerFetch(replica_id, item.last_fetched_epoch)
-            if replica_id >= 0
-            else None
+            outcomes.FollowerFetch(replica_id, item.last_fetched_epoch) if replica_id >= 0 else None
         ),
         min_one_batch=first,
     )

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 
 from strom.cluster import topics
 from strom.protocol import apis, shaping
+from strom.replication import outcomes
 from strom.replication import partition as partitions
 from strom.server import closing, context
 
@@ -25,21 +26,21 @@ log = logging.getLogger(__name__)
 
 _VALID_ACKS = (-1, 0, 1)
 _APPEND_ERRORS = {
-    partitions.AppendError.NOT_LEADER: ErrorCode.not_leader_or_follower,
-    partitions.AppendError.NOT_ENOUGH_REPLICAS: ErrorCode.not_enough_replicas,
-    partitions.AppendError.NOT_ENOUGH_REPLICAS_AFTER_APPEND: (
+    outcomes.AppendError.NOT_LEADER: ErrorCode.not_leader_or_follower,
+    outcomes.AppendError.NOT_ENOUGH_REPLICAS: ErrorCode.not_enough_replicas,
+    outcomes.AppendError.NOT_ENOUGH_REPLICAS_AFTER_APPEND: (
         ErrorCode.not_enough_replicas_after_append
     ),
-    partitions.AppendError.TIMED_OUT: ErrorCode.request_timed_out,
-    partitions.AppendError.MESSAGE_TOO_LARGE: ErrorCode.message_too_large,
-    partitions.AppendError.INVALID_RECORD: ErrorCode.invalid_record,
-    partitions.AppendError.CORRUPT_MESSAGE: ErrorCode.corrupt_message,
-    partitions.AppendError.TRANSACTIONS_UNSUPPORTED: (
+    outcomes.AppendError.TIMED_OUT: ErrorCode.request_timed_out,
+    outcomes.AppendError.MESSAGE_TOO_LARGE: ErrorCode.message_too_large,
+    outcomes.AppendError.INVALID_RECORD: ErrorCode.invalid_record,
+    outcomes.AppendError.CORRUPT_MESSAGE: ErrorCode.corrupt_message,
+    outcomes.AppendError.TRANSACTIONS_UNSUPPORTED: (
         ErrorCode.transactional_id_authorization_failed
     ),
-    partitions.AppendError.OUT_OF_ORDER_SEQUENCE: ErrorCode.out_of_order_sequence_number,
-    partitions.AppendError.INVALID_PRODUCER_EPOCH: ErrorCode.invalid_producer_epoch,
-    partitions.AppendError.STORAGE_ERROR: ErrorCode.kafka_storage_error,
+    outcomes.AppendError.OUT_OF_ORDER_SEQUENCE: ErrorCode.out_of_order_sequence_number,
+    outcomes.AppendError.INVALID_PRODUCER_EPOCH: ErrorCode.invalid_producer_epoch,
+    outcomes.AppendError.STORAGE_ERROR: ErrorCode.kafka_storage_error,
 }
 
 
@@ -57,7 +58,7 @@ class _Appended:
     message: str | None = None
     log_start_offset: int = -1
     partition: partitions.Partition | None = None
-    outcome: partitions.AppendOutcome | None = None
+    outcome: outcomes.AppendOutcome | None = None
     min_insync_replicas: int = 1
 
 
@@ -127,9 +128,9 @@ async def _wait_committed(each: _Appended, deadline: float) -> None:
         async with asyncio.timeout_at(deadline):
             error = await each.partition.wait_committed(each.outcome, each.min_insync_replicas)
     except TimeoutError:
-        error = partitions.AppendError.TIMED_OUT
+        error = outcomes.AppendError.TIMED_OUT
     if error is not None:
-        each.outcome = partitions.AppendOutcome(error)
+        each.outcome = outcomes.AppendOutcome(error)
 
 
 def _append(
@@ -184,9 +185,9 @@ def _result(broker: BrokerContext, topic: str, appended: _Appended) -> dict[str,
             log_start_offset=appended.log_start_offset,
         )
     if outcome.error is not None:
-        if outcome.error is partitions.AppendError.CORRUPT_MESSAGE:
+        if outcome.error is outcomes.AppendError.CORRUPT_MESSAGE:
             log.warning("rejected corrupt batch for %s-%d: %s", topic, index, outcome.message)
-        elif outcome.error is partitions.AppendError.STORAGE_ERROR:
+        elif outcome.error is outcomes.AppendError.STORAGE_ERROR:
             log.error("cannot append to %s-%d: %s", topic, index, outcome.message)
         return _partition_result(index, _APPEND_ERRORS[outcome.error], outcome.message)
     if not outcome.duplicate:
