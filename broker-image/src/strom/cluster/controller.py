@@ -31,6 +31,7 @@ from strom.cluster import (
     leader_election,
     metadata_log,
     placement,
+    reassignments,
     records,
     topics,
 )
@@ -546,6 +547,34 @@ class Controller:
         if changes:
             log.info("moved %d partition(s) back to their preferred leader", len(changes))
         return len(changes)
+
+    # Partitions: reassignments -------------------------------------------------------
+
+    @_not_cancelled_midway
+    async def alter_partition_reassignments(
+        self, wanted: reassignments.Wanted, *, allow_replication_factor_change: bool = True
+    ) -> dict[str, dict[int, reassignments.Outcome]]:
+        """AlterPartitionReassignments: per topic and partition, what became of it."""
+        async with self._lock:
+            outcomes, entries = reassignments.plan(
+                self.image,
+                wanted,
+                self._allows_unclean,
+                allow_replication_factor_change=allow_replication_factor_change,
+            )
+            await self._commit(_Batch(list(entries)))
+        for entry in entries:
+            log.info("partition reassignment: %s", entry)
+        return outcomes
+
+    def list_partition_reassignments(
+        self, wanted: Mapping[str, Sequence[int]] | None
+    ) -> dict[str, list[images.PartitionImage]]:
+        return reassignments.ongoing(self.image, wanted)
+
+    def _allows_unclean(self, topic: images.TopicImage) -> bool:
+        config = topic_config.effective_topic_config(self._config(), topic.configs)
+        return bool(config.value("unclean.leader.election.enable"))
 
     # Producer ids --------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from strom.cluster import image as images
 from strom.cluster import records
@@ -125,6 +126,8 @@ class MetadataDelta:
             leader=int(record.leader),
             leader_epoch=int(record.leader_epoch),
             partition_epoch=int(record.partition_epoch),
+            adding_replicas=tuple(int(r) for r in record.adding_replicas),
+            removing_replicas=tuple(int(r) for r in record.removing_replicas),
         )
         self.changed_partitions.setdefault(record.topic_id, set()).add(index)
 
@@ -134,17 +137,7 @@ class MetadataDelta:
         current = change.partitions.get(index)
         if current is None:
             raise DeltaError(f"PartitionChangeRecord for missing partition {change.name}-{index}")
-        leader = current.leader if record.leader == -2 else int(record.leader)
-        isr = current.isr if record.isr is None else tuple(int(r) for r in record.isr)
-        change.partitions[index] = images.PartitionImage(
-            index=index,
-            replicas=current.replicas,
-            isr=isr,
-            leader=leader,
-            # Kafka bumps the leader epoch only when the leader changes.
-            leader_epoch=current.leader_epoch + (1 if leader != current.leader else 0),
-            partition_epoch=current.partition_epoch + 1,
-        )
+        change.partitions[index] = merge_partition_change(current, record)
         self.changed_partitions.setdefault(record.topic_id, set()).add(index)
 
     def _replay_remove_topic(self, record: records.RemoveTopicRecord) -> None:
@@ -279,6 +272,29 @@ class MetadataDelta:
             next_producer_id=next_producer_id,
             brokers=brokers,
         )
+
+
+def merge_partition_change(
+    current: images.PartitionImage, record: records.PartitionChangeRecord
+) -> images.PartitionImage:
+    """The partition once ``record`` applies (Kafka's PartitionRegistration.merge)."""
+    leader_changed = record.leader != -2
+    return images.PartitionImage(
+        index=current.index,
+        replicas=_ints_or(record.replicas, current.replicas),
+        isr=_ints_or(record.isr, current.isr),
+        leader=int(record.leader) if leader_changed else current.leader,
+        # Kafka bumps the leader epoch whenever the record names a leader: a new one, or
+        # the same one when replicas leave the partition.
+        leader_epoch=current.leader_epoch + (1 if leader_changed else 0),
+        partition_epoch=current.partition_epoch + 1,
+        adding_replicas=_ints_or(record.adding_replicas, current.adding_replicas),
+        removing_replicas=_ints_or(record.removing_replicas, current.removing_replicas),
+    )
+
+
+def _ints_or(values: tuple[Any, ...] | None, unchanged: tuple[int, ...]) -> tuple[int, ...]:
+    return unchanged if values is None else tuple(int(v) for v in values)
 
 
 def _set_or_remove(configs: dict[str, str], name: str, value: str | None) -> None:

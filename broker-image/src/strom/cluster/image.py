@@ -47,12 +47,27 @@ class BrokerImage:
 
 @dataclass(frozen=True, slots=True)
 class PartitionImage:
+    """A partition's replicas (in preferred order), ISR, leader and epochs. While a
+    reassignment runs, ``replicas`` is the union of the target replicas and those being
+    removed (Kafka's PartitionRegistration), and the two lists say which are which."""
+
     index: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     leader: int
     leader_epoch: int
     partition_epoch: int
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
+
+    @property
+    def is_reassigning(self) -> bool:
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """The replicas before the running reassignment (what cancelling it restores)."""
+        return tuple(r for r in self.replicas if r not in self.adding_replicas)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ it names one), else INELIGIBLE_REPLICA.
 
 An accepted change is one PartitionChangeRecord (the partition epoch goes up by one as
 the delta applies it; the leader and its epoch stay); an ISR that does not change needs
-no record and gets the current state.
+no record and gets the current state. An ISR that completes a running reassignment
+(every adding replica in sync) completes it in the same record (`reassignments.build`):
+when that removes the leader asking, its answer is NEW_LEADER_ELECTED.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32
 
+from strom.cluster import delta as deltas
 from strom.cluster import image as images
-from strom.cluster import records
+from strom.cluster import reassignments, records
 
 NO_BROKER_EPOCH = -1  # a new ISR member whose broker epoch the leader does not name
 
@@ -81,23 +83,24 @@ def plan(
         if error != ErrorCode.none:
             outcomes.append(_outcome(change, error, partition))
             continue
-        if change.new_isr != partition.isr:
-            entries.append(
-                records.PartitionChangeRecord(
-                    partition_id=i32(partition.index),
-                    topic_id=topic.topic_id,
-                    isr=tuple(i32(r) for r in change.new_isr),
-                )
-            )
-            partition = images.PartitionImage(
-                index=partition.index,
-                replicas=partition.replicas,
-                isr=change.new_isr,
-                leader=partition.leader,
-                leader_epoch=partition.leader_epoch,
-                partition_epoch=partition.partition_epoch + 1,
-            )
+        entry = reassignments.build(
+            image,
+            topic,
+            partition,
+            partition.replicas,
+            change.new_isr,
+            partition.adding_replicas,
+            partition.removing_replicas,
+        )
+        if entry is not None:
+            entries.append(entry)
+            partition = deltas.merge_partition_change(partition, entry)
             pending[(change.topic_id, change.partition)] = partition
+            if partition.leader != broker_id:
+                # This ISR completed a reassignment that removed the leader asking: it
+                # learns of its successor from the metadata (Kafka answers the same).
+                outcomes.append(_outcome(change, ErrorCode.new_leader_elected, partition))
+                continue
         outcomes.append(_outcome(change, ErrorCode.none, partition))
     return entries, outcomes
 

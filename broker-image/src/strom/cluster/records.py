@@ -79,8 +79,10 @@ class ConfigRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PartitionChangeRecord:
-    """PartitionChangeRecord.json, api key 5: what changed in a partition; null ISR and
-    leader -2 mean unchanged (both tagged fields, as in Kafka)."""
+    """PartitionChangeRecord.json, api key 5: what changed in a partition. Every change
+    is a tagged field, as in Kafka: a null list or leader -2 means unchanged. Replicas,
+    removing and adding replicas change in a reassignment (the replicas are the union of
+    the target and the current ones while it runs)."""
 
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
@@ -90,6 +92,15 @@ class PartitionChangeRecord:
     topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
     isr: tuple[i32, ...] | None = field(metadata={"kafka_type": "int32", "tag": 0}, default=None)
     leader: i32 = field(metadata={"kafka_type": "int32", "tag": 1}, default=i32(-2))
+    replicas: tuple[i32, ...] | None = field(
+        metadata={"kafka_type": "int32", "tag": 2}, default=None
+    )
+    removing_replicas: tuple[i32, ...] | None = field(
+        metadata={"kafka_type": "int32", "tag": 3}, default=None
+    )
+    adding_replicas: tuple[i32, ...] | None = field(
+        metadata={"kafka_type": "int32", "tag": 4}, default=None
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

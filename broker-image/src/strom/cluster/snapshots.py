@@ -122,6 +122,8 @@ def _partition(
         topic_id=topic.topic_id,
         replicas=tuple(i32(replica) for replica in partition.replicas),
         isr=tuple(i32(replica) for replica in partition.isr),
+        removing_replicas=tuple(i32(replica) for replica in partition.removing_replicas),
+        adding_replicas=tuple(i32(replica) for replica in partition.adding_replicas),
         leader=i32(partition.leader),
         leader_epoch=i32(partition.leader_epoch),
         partition_epoch=i32(partition.partition_epoch),

@@ -453,6 +453,10 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("replica.socket.timeout.ms", _I, "30000", "Socket timeout for follower fetch requests."),
     ConfigDef("replica.fetch.backoff.ms", _I, "1000", "How long a follower waits before fetching again after an error.", AtLeast(0)),
     ConfigDef("num.replica.fetchers", _I, "1", "Fetcher threads per source broker." + _IGNORED, dynamic=True, ignored=True),
+    # kafka-reassign-partitions.sh sets (--throttle) and always clears (--verify) these
+    ConfigDef("leader.replication.throttled.rate", _L, str(LONG_MAX), "Bytes per second a leader may send to throttled replicas (leader.replication.throttled.replicas)." + _IGNORED, AtLeast(0), dynamic=True, ignored=True),
+    ConfigDef("follower.replication.throttled.rate", _L, str(LONG_MAX), "Bytes per second a follower may fetch for throttled replicas (follower.replication.throttled.replicas)." + _IGNORED, AtLeast(0), dynamic=True, ignored=True),
+    ConfigDef("replica.alter.log.dirs.io.max.bytes.per.second", _L, str(LONG_MAX), "Bytes per second a replica moving between log dirs may copy." + _IGNORED, AtLeast(0), dynamic=True, ignored=True),
     # --- network
     ConfigDef("message.max.bytes", _I, "1048588", "Largest record batch size the broker accepts.", AtLeast(0), dynamic=True),
     ConfigDef("socket.request.max.bytes", _I, "104857600", "Maximum bytes in a socket request.", AtLeast(1)),

@@ -29,6 +29,7 @@ from strom.server.handlers import (
     producing,
     quorum,
     quorum_rpcs,
+    reassignments,
     topics,
     versions,
 )
@@ -50,6 +51,12 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.DELETE_TOPICS: forwarding.forwarded(topics.handle_delete_topics),
     apis.ApiKey.CREATE_PARTITIONS: forwarding.forwarded(topics.handle_create_partitions),
     apis.ApiKey.ELECT_LEADERS: forwarding.forwarded(elections.handle_elect_leaders),
+    apis.ApiKey.ALTER_PARTITION_REASSIGNMENTS: forwarding.forwarded(
+        reassignments.handle_alter_partition_reassignments
+    ),
+    apis.ApiKey.LIST_PARTITION_REASSIGNMENTS: forwarding.forwarded(
+        reassignments.handle_list_partition_reassignments
+    ),
     apis.ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
     apis.ApiKey.ALTER_CONFIGS: forwarding.forwarded(configs.handle_alter_configs),
     apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: forwarding.forwarded(
@@ -85,6 +92,8 @@ CONTROLLER_HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.ALLOCATE_PRODUCER_IDS: broker_lifecycle.handle_allocate_producer_ids,
     apis.ApiKey.ALTER_PARTITION: broker_lifecycle.handle_alter_partition,
     apis.ApiKey.ELECT_LEADERS: elections.handle_elect_leaders,
+    apis.ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
+    apis.ApiKey.LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
     apis.ApiKey.CREATE_TOPICS: topics.handle_create_topics,
     apis.ApiKey.DELETE_TOPICS: topics.handle_delete_topics,
     apis.ApiKey.CREATE_PARTITIONS: topics.handle_create_partitions,

@@ -1,7 +1,8 @@
 """Admin requests on a client listener go to the active controller (Kafka's forwarding).
 
 `forwarded(handler)` wraps the handler of CreateTopics, DeleteTopics, CreatePartitions,
-AlterConfigs, IncrementalAlterConfigs or ElectLeaders in the client listener's table:
+AlterConfigs, IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments or
+ListPartitionReassignments in the client listener's table:
 when the broker has a `controller_forwarder` and this node is not the active controller,
 the decoded request goes unchanged to the active controller's controller listener and its
 response comes back as it is (same API and version, so it is the response the client
@@ -114,6 +115,10 @@ def failed_response(request: apis.Request, code: ErrorCode, message: str) -> Any
             }
             for entry in body.topic_partitions or ()
         ]
+    elif api_key == apis.ApiKey.ALTER_PARTITION_REASSIGNMENTS:
+        fields.update(error_code=code, error_message=message, responses=())
+    elif api_key == apis.ApiKey.LIST_PARTITION_REASSIGNMENTS:
+        fields.update(error_code=code, error_message=message, topics=())
     elif api_key == apis.ApiKey.DESCRIBE_QUORUM:
         fields.update(error_code=code, error_message=message, topics=(), nodes=())
     else:
