@@ -36,6 +36,7 @@ CLIENT_LOG_LEVEL = 2
 # time out by then.
 DRAIN_S = DELIVERY_TIMEOUT_MS / 1000 + 15
 COMMIT_EVERY_S = 1.0
+FINAL_COMMIT_S = 10.0
 
 
 def sequence_value(name: str, sequence: int) -> str:
@@ -247,7 +248,9 @@ class JavaProducer:
 
 class GroupConsumer(threading.Thread):
     """One member of a consumer group reading the topic and committing its position every
-    COMMIT_EVERY_S (synchronously: a commit counts once the coordinator acknowledged it)."""
+    COMMIT_EVERY_S: one commit at a time (so acknowledgements come in commit order), each
+    counted once the coordinator acknowledged it. Asynchronous, so that a commit waiting
+    for a coordinator never holds the thread past its deadline."""
 
     def __init__(self, bootstrap: str, topic: str, group: str, clock: Clock) -> None:
         super().__init__(name="chaos-group", daemon=True)
@@ -257,6 +260,7 @@ class GroupConsumer(threading.Thread):
         self.commits: list[Commit] = []
         self.failed_commits: list[str] = []
         self.error: BaseException | None = None
+        self._committing = False
 
     def run(self) -> None:
         try:
@@ -274,6 +278,7 @@ class GroupConsumer(threading.Thread):
                 "enable.auto.commit": False,
                 "session.timeout.ms": 10_000,
                 "heartbeat.interval.ms": 1_000,
+                "on_commit": self._committed,
             }
         )
         consumer.subscribe([self.topic])
@@ -286,22 +291,36 @@ class GroupConsumer(threading.Thread):
                 if time.monotonic() >= next_commit:
                     next_commit = time.monotonic() + COMMIT_EVERY_S
                     self._commit(consumer)
+            # a last commit of where it stopped, acknowledged within a few seconds or not
+            last_call = time.monotonic() + FINAL_COMMIT_S
+            while self._committing and time.monotonic() < last_call:
+                consumer.poll(0.2)
             self._commit(consumer)
+            while self._committing and time.monotonic() < last_call:
+                consumer.poll(0.2)
         finally:
             consumer.close()
 
     def _commit(self, consumer: Consumer) -> None:
+        if self._committing:
+            return
         positions = [p for p in consumer.position(consumer.assignment()) if p.offset >= 0]
         if not positions:
             return
         try:
-            done = consumer.commit(offsets=positions, asynchronous=False)
+            consumer.commit(offsets=positions, asynchronous=True)
         except KafkaException as error:
             self.failed_commits.append(f"{self.clock.now():.1f}s: {error}")
             return
+        self._committing = True
+
+    def _committed(self, error: KafkaError | None, offsets: list[TopicPartition]) -> None:
+        self._committing = False
         at = self.clock.now()
-        for committed in done or []:
-            if committed.error is None:
+        if error is not None:
+            self.failed_commits.append(f"{at:.1f}s: {error}")
+        for committed in offsets:
+            if committed.error is None and error is None:
                 self.commits.append(Commit(committed.partition, committed.offset, at))
 
 

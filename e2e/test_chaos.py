@@ -42,7 +42,15 @@ from strom_cluster import StromCluster
 
 SECONDS = float(os.environ.get("CHAOS_SECONDS", "90"))
 PARTITIONS = 6
-MIN_INSYNC_REPLICAS = int(os.environ.get("CHAOS_MIN_INSYNC_REPLICAS", "2"))
+# CHAOS_TOPIC_CONFIGS="key=value,...": topic configs on top of these, for experiments
+# (e.g. min.insync.replicas=1,unclean.leader.election.enable=true loses acknowledged
+# records by design: the checker must say so)
+TOPIC_CONFIGS = {
+    "min.insync.replicas": "2",
+    **dict(
+        item.split("=", 1) for item in os.environ.get("CHAOS_TOPIC_CONFIGS", "").split(",") if item
+    ),
+}
 RATE = 40.0  # records a second, per producer
 QUIET_S = 15.0  # no new fault this close to the end: the clients finish on a healed cluster
 TOPIC = "chaos"
@@ -78,8 +86,8 @@ def test_acknowledged_records_survive_broker_faults(
 ) -> None:
     chosen = seed()
     print(
-        f"\nchaos seed {chosen}, {SECONDS:.0f} s (replay: make chaos SEED={chosen}, or "
-        f"CHAOS_SEED={chosen} CHAOS_SECONDS={SECONDS:.0f} pytest e2e/test_chaos.py)",
+        f"\nchaos seed {chosen}, {SECONDS:.0f} s, topic configs {TOPIC_CONFIGS} (replay: "
+        f"make chaos SEED={chosen}, or CHAOS_SEED={chosen} pytest e2e/test_chaos.py)",
         flush=True,
     )
     placement: dict[str, object] = {}
@@ -185,6 +193,6 @@ def create_topic(bootstrap: str) -> None:
         TOPIC,
         num_partitions=PARTITIONS,
         replication_factor=3,
-        config={"min.insync.replicas": str(MIN_INSYNC_REPLICAS)},
+        config=TOPIC_CONFIGS,
     )
     admin.create_topics([topic])[TOPIC].result(30)
