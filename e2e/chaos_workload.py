@@ -325,10 +325,15 @@ class GroupConsumer(threading.Thread):
 
 
 def read_all(
-    bootstrap: str, topic: str, partitions: int, timeout: float
+    bootstrap: str, topic: str, partitions: int, acks: Sequence[Ack], timeout: float
 ) -> dict[int, list[tuple[int, str]]]:
-    """Every record of every partition, from the start to the high watermark then, read by
-    a fresh consumer (no group: assign and read)."""
+    """Every record of every partition, from the start to the high watermark, read by a
+    fresh consumer (no group: assign and read).
+
+    A leader elected just before may not have advanced its high watermark to what was
+    committed yet (Kafka's new leader learns it from its followers' next fetches): wait up
+    to `timeout` for each high watermark to cover the partition's acknowledged offsets,
+    then read whatever it covers (what it never covers is lost)."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -339,11 +344,19 @@ def read_all(
         }
     )
     deadline = time.monotonic() + timeout
+    wanted = {p: 0 for p in range(partitions)}
+    for ack in acks:
+        wanted[ack.partition] = max(wanted[ack.partition], ack.offset + 1)
     try:
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
-            for p in range(partitions)
-        }
+        while True:
+            ends = {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)[1]
+                for p in range(partitions)
+            }
+            if all(ends[p] >= wanted[p] for p in ends) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        deadline = time.monotonic() + timeout
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
         records: dict[int, list[tuple[int, str]]] = {p: [] for p in range(partitions)}
         positions = {p: 0 for p in range(partitions)}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -149,7 +150,8 @@ def test_acknowledged_records_survive_broker_faults(
                 raise failed
 
         wait_healthy(cluster, TOPIC, PARTITIONS, "after the run")
-        records = read_all(cluster.bootstrap, TOPIC, PARTITIONS, SETTLE_S)
+        acks = python.acks + java.acks
+        records = read_all(cluster.bootstrap, TOPIC, PARTITIONS, acks, SETTLE_S)
         final = committed_offsets(cluster.bootstrap, TOPIC, GROUP, PARTITIONS, SETTLE_S)
     except BaseException:
         python.abort()
@@ -159,9 +161,10 @@ def test_acknowledged_records_survive_broker_faults(
         for cleanup in reversed(cleanups):
             cleanup()
 
-    acks = python.acks + java.acks
     verdict = check(acks, records, group.commits, final)
-    print(f"chaos seed {chosen}: {len(nemesis.faults)} faults")
+    kinds = Counter(fault.kind for fault in nemesis.faults)
+    roles = Counter(fault.role.split(" of ")[0] for fault in nemesis.faults)
+    print(f"chaos seed {chosen}: {len(nemesis.faults)} faults {dict(kinds)} of {dict(roles)}")
     for fault in nemesis.faults:
         print(f"  {fault}")
     print(
