@@ -183,6 +183,8 @@ class JavaProducer:
         ]
         self.acks: list[Ack] = []
         self.failed: list[str] = []
+        self.fatal: list[str] = []
+        self.sent = 0  # known at the end
         self.proc: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
 
@@ -212,8 +214,12 @@ class JavaProducer:
                         self.clock.now(),
                     )
                 )
-            else:
+            elif "failed" in record:
                 self.failed.append(f"{record['failed']}: {record['error']}")
+            elif "fatal" in record:
+                self.fatal.append(f"{self.clock.now():.1f}s: {record['fatal']}")
+            elif "sent" in record:
+                self.sent = int(record["sent"])
 
     def wait(self, timeout: float) -> None:
         """Wait for the process to end on its own; kill it (and fail) past the deadline."""
@@ -240,10 +246,6 @@ class JavaProducer:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
-
-    @property
-    def sent(self) -> int:
-        return len(self.acks) + len(self.failed)
 
 
 class GroupConsumer(threading.Thread):

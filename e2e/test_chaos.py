@@ -170,12 +170,13 @@ def test_acknowledged_records_survive_broker_faults(
     print(
         f"operations: sent py={python.sent} java={java.sent}; not acknowledged "
         f"py={len(python.failed)} java={len(java.failed)}; fatal producer errors "
-        f"py={len(python.fatal)}; consumed {group.consumed}, commits {len(group.commits)} "
-        f"(failed {len(group.failed_commits)}); final commits {final}"
+        f"py={len(python.fatal)} java={len(java.fatal)}; consumed {group.consumed}, "
+        f"commits {len(group.commits)} (failed {len(group.failed_commits)}); "
+        f"final commits {final}"
     )
-    for line in python.fatal[:3]:
-        print(f"  py fatal: {line}")
     for producer in (python, java):
+        for line in producer.fatal[:3]:
+            print(f"  {producer.producer_name} fatal: {line}")
         for line in producer.failed[:3]:
             print(f"  {producer.producer_name} not acknowledged: {line}")
     print(verdict.summary(), flush=True)

@@ -20,7 +20,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * {"ack": "java-000000007", "partition": 1, "offset": 3} or
  * {"failed": "java-000000008", "partition": 2, "error": "TimeoutException: ..."}.
  * A send the client refuses at once (buffer full, fatal producer state) is a "failed" line;
- * after a fatal error the producer is replaced by a new one (a new producer id).
+ * after a fatal error the producer is replaced by a new one (a new producer id) and a
+ * {"fatal": "..."} line says so. The last line is {"sent": N}, the records it sent.
  * Exit status 0 when the run ended on time, whatever was acknowledged.
  */
 public final class PeerSequenceProducer {
@@ -116,12 +117,16 @@ public final class PeerSequenceProducer {
                 print(out, value, partition, -1, e);
                 if (!(e instanceof org.apache.kafka.common.errors.TimeoutException)) {
                     // a fatal state (e.g. an unrecoverable sequence error): start over
+                    StringBuilder sb = new StringBuilder("{\"fatal\": ");
+                    Json.string(sb, e.getClass().getSimpleName() + ": " + e.getMessage());
+                    out.println(sb.append('}'));
                     producer.close(Duration.ZERO);
                     producer = new KafkaProducer<>(p);
                 }
             }
         }
         producer.close(Duration.ofMillis(deliveryTimeoutMs + 5_000L));
+        out.println("{\"sent\": " + sequence + "}");
         out.flush();
     }
 
