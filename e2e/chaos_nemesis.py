@@ -155,7 +155,8 @@ class Nemesis(threading.Thread):
                 node.start(HEALTHY_TIMEOUT_S)
 
     def wait_healthy(self) -> None:
-        wait_healthy(self.cluster, self.topic, self.partitions, f"after {self.faults[-1:]}")
+        last = f"after the fault {self.faults[-1]}" if self.faults else ""
+        wait_healthy(self.cluster, self.topic, self.partitions, last)
 
     def _any_node(self) -> StromProcess:
         return self.cluster.nodes[self.rng.choice(sorted(self.cluster.running()))]

@@ -221,6 +221,10 @@ class JavaProducer:
             elif "sent" in record:
                 self.sent = int(record["sent"])
 
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def wait(self, timeout: float) -> None:
         """Wait for the process to end on its own; kill it (and fail) past the deadline."""
         assert self.proc is not None and self._reader is not None

@@ -40,6 +40,7 @@ from chaos_workload import (
 from confluent_kafka.admin import AdminClient, NewTopic
 from java_peers import JavaPeers
 from strom_cluster import StromCluster
+from waiting import wait_until
 
 SECONDS = float(os.environ.get("CHAOS_SECONDS", "90"))
 PARTITIONS = 6
@@ -137,7 +138,16 @@ def test_acknowledged_records_survive_broker_faults(
         group.start()
         cleanups.append(lambda: group.join(10))
 
-        java.wait(SECONDS + DRAIN_S + 20)
+        # the run ends with the Java producer (the last to drain), or at once if the
+        # nemesis fails (an unhealthy cluster): no point writing on for the rest of it
+        wait_until(
+            lambda: not java.running or nemesis.error is not None,
+            SECONDS + DRAIN_S + 20,
+            "the Java producer ends after its deadline and drain",
+        )
+        if nemesis.error is not None:
+            raise nemesis.error
+        java.wait(10)
         python.join(SECONDS + DRAIN_S + 20)
         assert not python.is_alive(), "the Python producer did not end after its drain"
         group.join(SECONDS + 60)
