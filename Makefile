@@ -5,6 +5,7 @@
 # for the tools, the operator and the tests) and `test`; the broker image takes the base only.
 # Benchmarks against Apache Kafka: bench/bench.mk (make bench, bench-quick, bench-profile).
 # The Kubernetes tier: e2e/k8s/k8s.mk (make k8s-tools builds the control plane once, cached).
+# The chaos test run long: e2e/chaos.mk (make chaos MINUTES=30 [SEED=n]).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -60,3 +61,4 @@ clean:
 
 include bench/bench.mk
 include e2e/k8s/k8s.mk
+include e2e/chaos.mk
