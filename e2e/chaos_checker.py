@@ -21,10 +21,13 @@ import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 
+UNKNOWN_OFFSET = -1
+
 
 @dataclasses.dataclass(frozen=True)
 class Ack:
-    """One acknowledged record: a producer was told `value` is at (partition, offset)."""
+    """One acknowledged record: a producer was told `value` is at (partition, offset)
+    (UNKNOWN_OFFSET: acknowledged without an offset)."""
 
     producer: str
     partition: int
@@ -104,11 +107,23 @@ def check(
 
     lost: list[Ack] = []
     misplaced: list[tuple[Ack, str | None]] = []
+    placed: list[Ack] = []
     for ack in acks:
+        if ack.offset == UNKNOWN_OFFSET:
+            # librdkafka's "persisted, offset unknown" (a timed-out batch that a later
+            # one's acknowledgement proves written): judged where the value is.
+            found = [
+                offset
+                for partition, offset in where.get(ack.value, ())
+                if partition == ack.partition
+            ]
+            if found:
+                ack = dataclasses.replace(ack, offset=found[0])
         if ack.value not in where:
             lost.append(ack)
         elif held.get((ack.partition, ack.offset)) != ack.value:
             misplaced.append((ack, held.get((ack.partition, ack.offset))))
+        placed.append(ack)
 
     acked_values = {ack.value for ack in acks}
     return Verdict(
@@ -117,7 +132,7 @@ def check(
         lost=lost,
         duplicated=duplicated,
         misplaced=misplaced,
-        reordered=reordered(acks),
+        reordered=reordered(placed),
         commits_moved_back=commits_moved_back(commits, final_commits),
         unacknowledged_present=sum(1 for value in where if value not in acked_values),
     )

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from chaos_checker import Ack, Commit
+from chaos_checker import UNKNOWN_OFFSET, Ack, Commit
 from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
@@ -140,7 +140,7 @@ class PythonProducer(threading.Thread):
             Ack(
                 self.producer_name,
                 int(message.partition() or 0),
-                int(message.offset() or 0),
+                UNKNOWN_OFFSET if message.offset() is None else int(message.offset()),
                 value,
                 self.clock.now(),
             )

@@ -62,7 +62,6 @@ SETTLE_S = 30.0  # the final reads
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(SECONDS + 3 * DRAIN_S + 2 * HEALTHY_TIMEOUT_S + 120),
-    pytest.mark.xfail(strict=False, reason="replication not merged yet"),
 ]
 
 

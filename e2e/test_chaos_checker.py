@@ -4,7 +4,7 @@ cluster, not a blind checker."""
 
 from __future__ import annotations
 
-from chaos_checker import Ack, Commit, check
+from chaos_checker import UNKNOWN_OFFSET, Ack, Commit, check
 
 
 def ack(producer: str, partition: int, offset: int, sequence: int) -> Ack:
@@ -64,3 +64,14 @@ def test_a_group_commit_below_an_acknowledged_one_moved_back() -> None:
     regressed = check(ACKS, HELD, [*commits, Commit(0, 6, 3.0)], {0: 7, 1: 3})
     assert len(regressed.commits_moved_back) == 1
     assert "committed 6" in regressed.commits_moved_back[0]
+
+
+def test_an_ack_without_an_offset_is_judged_where_its_value_is() -> None:
+    """librdkafka acknowledges a timed-out batch that a later batch's acknowledgement
+    proves written without its offset: in place and in order if it is there, lost if not."""
+    unknown = [*ACKS[:2], ack("py", 0, UNKNOWN_OFFSET, 1), ACKS[3]]
+    assert check(unknown, HELD).ok
+    out_of_order = check(unknown, {0: [(0, "py-0"), (1, "py-2"), (2, "py-1")], 1: [(0, "java-0")]})
+    assert [later.value for later, _ in out_of_order.reordered] == ["py-2"]
+    missing = check(unknown, {0: [(0, "py-0"), (2, "py-2")], 1: [(0, "java-0")]})
+    assert [a.value for a in missing.lost] == ["py-1"]

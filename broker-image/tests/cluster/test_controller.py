@@ -346,3 +346,17 @@ async def test_a_request_cancelled_midway_still_commits_what_it_wrote(tmp_path: 
         assert reopened.image.topics["a"].partition_count == 600
     finally:
         reopened.close()
+
+
+async def test_a_controller_active_again_gives_every_broker_a_fresh_session(node: Node) -> None:
+    """Heartbeats went to another controller while this one was not active: what it
+    remembers of them is stale, and must not fence every broker at once."""
+    epoch = await node.controller.register_broker(registration(2, uuid.uuid4()), now_ms=0)
+    await node.controller.broker_heartbeat(
+        2, epoch, node.image.offset, want_fence=False, want_shut_down=False, now_ms=1000
+    )
+    assert not node.image.brokers[2].fenced
+    # ... another controller was active from 2 s to 60 s, then this one again:
+    node.controller.activate_sessions(now_ms=60_000)
+    assert await node.controller.fence_expired_brokers(now_ms=60_500) == []
+    assert await node.controller.fence_expired_brokers(now_ms=69_001) == [2]

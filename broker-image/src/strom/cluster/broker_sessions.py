@@ -61,6 +61,13 @@ class BrokerSessions:
         self._metadata_offsets: dict[int, int] = {}
         self._shutdown_offsets: dict[int, int] = {}
 
+    def activate(self, now_ms: int) -> None:
+        """This controller just became active: what it remembers of the brokers' contacts
+        is from an earlier term (they heartbeated to another controller since), so each
+        gets a session from now."""
+        for node_id in self._last_contact:
+            self._last_contact[node_id] = now_ms
+
     def _alive(self, node_id: int, now_ms: int) -> bool:
         last = self._last_contact.get(node_id)
         return last is not None and now_ms - last < self.session_timeout_ms

@@ -460,6 +460,10 @@ class Controller:
             log.info("broker %d is %s", node_id, _broker_change(change))
         return answer
 
+    def activate_sessions(self, now_ms: int) -> None:
+        """This node became the active controller: every broker's session starts now."""
+        self._sessions.activate(now_ms)
+
     @_not_cancelled_midway
     async def fence_expired_brokers(self, now_ms: int) -> list[int]:
         """Fence the brokers whose session expired; their ids."""

@@ -421,10 +421,17 @@ class Broker:
                 )
 
     async def _fence_expired_brokers(self) -> None:
+        active = False
         while True:
             await self.clock.sleep(FENCE_CHECK_S)
             if not self.metadata_log.is_active_controller():
+                active = False
                 continue
+            if not active:
+                # Newly active: the heartbeats went to another controller meanwhile, so
+                # every broker gets a fresh session (Kafka's controller does the same).
+                self.controller.activate_sessions(self.clock.time_ms())
+                active = True
             try:
                 await self.controller.fence_expired_brokers(self.clock.time_ms())
             except topics.MetadataError as error:
