@@ -125,10 +125,9 @@ def test_generate_execute_verify_moves_the_data(
     )
     assert "Successfully started partition reassignment for moving-0" in executed
 
-    # --preserve-throttles: a completed --verify otherwise clears the per-broker throttle
-    # configs of every broker, which a Strom broker refuses for another broker's id once
-    # forwarded to the active controller (a known gap of IncrementalAlterConfigs).
-    verify = ("--verify", "--preserve-throttles", "--reassignment-json-file", str(plan_file))
+    # a completed --verify also clears the throttle configs of every broker (each sent to
+    # its broker, forwarded to the active controller)
+    verify = ("--verify", "--reassignment-json-file", str(plan_file))
     wait_until(
         lambda: "Reassignment of partition moving-0 is completed."
         in reassign(java_peers, bootstrap, *verify),
@@ -180,7 +179,6 @@ def test_a_reassignment_that_cannot_finish_is_cancelled(
         java_peers,
         bootstrap,
         "--cancel",
-        "--preserve-throttles",  # see the first test
         "--reassignment-json-file",
         str(plan_file),
     )

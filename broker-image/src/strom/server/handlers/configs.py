@@ -116,6 +116,7 @@ async def handle_incremental_alter_configs(
             lambda stored, effective: altering.altered_topic_configs(stored, changes, effective),
             lambda stored, config: altering.altered_broker_layer(stored, changes, config),
             validate_only=bool(request.body.validate_only),
+            forwarded=_forwarded(broker, context),
         )
 
     return await _respond(broker, request, alter)
@@ -135,6 +136,7 @@ async def handle_alter_configs(
             lambda stored, effective: altering.replaced_topic_configs(configs),
             lambda stored, config: altering.replaced_broker_layer(configs),
             validate_only=bool(request.body.validate_only),
+            forwarded=_forwarded(broker, context),
         )
 
     return await _respond(broker, request, alter)
@@ -172,6 +174,12 @@ async def _respond(
     return shaping.build(response_type, {"throttle_time": 0, "responses": responses})
 
 
+def _forwarded(broker: BrokerContext, context: RequestContext) -> bool:
+    """Whether the request came through the controller listener: forwarded by the broker
+    a client sent it to."""
+    return context.listener in {listener.name for listener in broker.config.controller_listeners}
+
+
 def _resource_key(resource: Any) -> tuple[int, str]:
     return int(resource.resource_type), str(resource.resource_name)
 
@@ -190,11 +198,12 @@ async def _alter_resource(
     broker_change: BrokerChange,
     *,
     validate_only: bool,
+    forwarded: bool,
 ) -> None:
     if resource_type == TOPIC:
         await _alter_topic(broker, name, topic_change, validate_only)
     elif resource_type == BROKER:
-        await _alter_broker(broker, name, broker_change, validate_only)
+        await _alter_broker(broker, name, broker_change, validate_only, forwarded=forwarded)
     else:
         raise altering.InvalidConfigRequest(f"Unsupported resource type {resource_type}")
 
@@ -215,16 +224,19 @@ async def _alter_topic(
 
 
 async def _alter_broker(
-    broker: BrokerContext, name: str, change: BrokerChange, validate_only: bool
+    broker: BrokerContext,
+    name: str,
+    change: BrokerChange,
+    validate_only: bool,
+    *,
+    forwarded: bool,
 ) -> None:
     cluster_defaults = name == ""
     if not cluster_defaults:
-        _check_this_broker(broker, name)
-    stored = (
-        broker.config.dynamic_cluster_defaults()
-        if cluster_defaults
-        else broker.config.dynamic_per_broker()
-    )
+        _check_node_id(broker, name, forwarded=forwarded)
+    # The stored layer of the broker named (the Admin client sends a broker's change to
+    # that broker, which forwards it here when it is not the active controller).
+    stored = broker.image.dynamic_broker_configs(name)
     layer = change(stored, broker.config)
     # Checked as a whole (rules that tie keys together) before anything is stored.
     altering.broker_layers_with(broker.config, cluster_defaults=cluster_defaults, layer=layer)
@@ -232,14 +244,16 @@ async def _alter_broker(
         await broker.controller.set_broker_configs(name, layer)
 
 
-def _check_this_broker(broker: BrokerContext, name: str) -> None:
+def _check_node_id(broker: BrokerContext, name: str, *, forwarded: bool) -> None:
+    """Kafka's rule: a broker's configs are changed through that broker (its receiving
+    broker checked it before forwarding the request to the controller)."""
     try:
         node_id = int(name)
     except ValueError:
         raise altering.InvalidConfigRequest(
             f"Node id must be an integer, but it is: {name}"
         ) from None
-    if node_id != broker.node_id:
+    if not forwarded and node_id != broker.node_id:
         raise altering.InvalidConfigRequest(
             f"Unexpected broker id, expected {broker.node_id}, but received {name}"
         )
