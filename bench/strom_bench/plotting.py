@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from strom_bench.figures import Figure, Summary
 
 PANELS: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
-    ("Throughput (higher is better)", "MB/s", ("P1-1KiB", "P1-100B", "C1"), False),
+    ("Throughput (higher is better)", "MB/s", ("P1-1KiB", "P1-100B", "P2", "C1"), False),
     ("Latency at 5,000 msg/s (lower is better)", "ms", ("L1-p50", "L1-p99", "L1-p99.9"), True),
     ("Resident memory (lower is better)", "MiB", ("M1-idle", "M1-P1", "M1-1000p"), False),
 )  # fmt: skip
