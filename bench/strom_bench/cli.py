@@ -160,9 +160,16 @@ def run_comparison(
     return 0
 
 
-def run_profile(plan: Plan, results_dir: Path) -> int:
+def run_profile(plan: Plan, results_dir: Path, workload: str = "p1") -> int:
     timestamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     run_dir = BENCH_DIR / "run" / timestamp
+    if workload == "p2":
+        prefix = results_dir / f"{timestamp}-profile-p2"
+        with process_groups.ProcessGroups() as groups:
+            profiling.profile_p2(groups, plan, run_dir, prefix)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        print(f"Flame graphs of two Strom nodes under P2: {prefix}-node1.svg, {prefix}-node2.svg")
+        return 0
     svg_path = results_dir / f"{timestamp}-profile-p1.svg"
     with process_groups.ProcessGroups() as groups:
         profiling.profile_p1(groups, plan, run_dir, svg_path)
@@ -171,40 +178,8 @@ def run_profile(plan: Plan, results_dir: Path) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m strom_bench", description="Strom's benchmarks beside Apache Kafka."
-    )
-    parser.add_argument("mode", choices=sorted(PLANS), help="quick (<3 min), full, or profile")
-    parser.add_argument("--rounds", type=int, help="runs per side (default: the mode's; >= 3)")
-    parser.add_argument(
-        "--results-dir", type=Path, default=BENCH_DIR / "results", help="where reports go"
-    )
-    parser.add_argument(
-        "--keep-run-dir", action="store_true", help="keep broker and tool logs (bench/run/)"
-    )
-    parser.add_argument(
-        "--only-c2",
-        action="store_true",
-        help="run C2 alone (topic creation on 3-node clusters), in the mode's C2 rounds",
-    )
-    parser.add_argument(
-        "--only-p2f1",
-        action="store_true",
-        help="run P2 and F1 alone (replication on 3-node clusters), in the mode's rounds of "
-        "them (at least once: quick runs them only so)",
-    )
-    parser.add_argument(
-        "--broker-session-timeout-ms",
-        type=int,
-        help="broker.session.timeout.ms of P2's and F1's clusters, both sides (default: plan's)",
-    )
-    parser.add_argument(
-        "--broker-heartbeat-interval-ms",
-        type=int,
-        help="broker.heartbeat.interval.ms of P2's and F1's clusters, both sides",
-    )
-    args = parser.parse_args(argv)
+def plan_for(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
+    """The mode's plan as the options change it (parser.error on a contradiction)."""
     plan = PLANS[args.mode]
     if args.only_c2 and args.only_p2f1:
         parser.error("--only-c2 and --only-p2f1 exclude each other")
@@ -231,11 +206,60 @@ def main(argv: list[str]) -> int:
         plan = dataclasses.replace(plan, rounds=args.rounds)
     if args.only_c2:  # C2 in every round
         plan = dataclasses.replace(plan, c2_rounds=plan.rounds)
+    return plan
+
+
+def argument_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m strom_bench", description="Strom's benchmarks beside Apache Kafka."
+    )
+    parser.add_argument("mode", choices=sorted(PLANS), help="quick (<3 min), full, or profile")
+    parser.add_argument("--rounds", type=int, help="runs per side (default: the mode's; >= 3)")
+    parser.add_argument(
+        "--results-dir", type=Path, default=BENCH_DIR / "results", help="where reports go"
+    )
+    parser.add_argument(
+        "--keep-run-dir", action="store_true", help="keep broker and tool logs (bench/run/)"
+    )
+    parser.add_argument(
+        "--only-c2",
+        action="store_true",
+        help="run C2 alone (topic creation on 3-node clusters), in the mode's C2 rounds",
+    )
+    parser.add_argument(
+        "--only-p2f1",
+        action="store_true",
+        help="run P2 and F1 alone (replication on 3-node clusters), in the mode's rounds of "
+        "them (at least once: quick runs them only so)",
+    )
+    parser.add_argument(
+        "--workload",
+        choices=("p1", "p2"),
+        default="p1",
+        help="profile: P1 on one broker (default) or P2 on a 3-node cluster",
+    )
+    parser.add_argument(
+        "--broker-session-timeout-ms",
+        type=int,
+        help="broker.session.timeout.ms of P2's and F1's clusters, both sides (default: plan's)",
+    )
+    parser.add_argument(
+        "--broker-heartbeat-interval-ms",
+        type=int,
+        help="broker.heartbeat.interval.ms of P2's and F1's clusters, both sides",
+    )
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    parser = argument_parser()
+    args = parser.parse_args(argv)
+    plan = plan_for(args, parser)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     java_tools.install_peer()
     try:
         if plan.mode == "profile":
-            return run_profile(plan, args.results_dir)
+            return run_profile(plan, args.results_dir, args.workload)
         return run_comparison(
             plan, args.results_dir, args.keep_run_dir, args.only_c2, args.only_p2f1
         )
