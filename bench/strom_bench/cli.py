@@ -2,7 +2,8 @@
 
 quick and full run every workload on Strom and on Apache Kafka, alternating (A B A B), and
 write bench/results/<timestamp>.{json,md,png}; profile runs P1 against Strom under py-spy
-and writes bench/results/<timestamp>-profile-p1.svg.
+and writes bench/results/<timestamp>-profile-p1.svg (`--workload p2`: P2 on a 3-node Strom
+cluster, <timestamp>-profile-p2-node{1,2}.svg).
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ timed to ready (S1-start): /readyz answering 200 for Strom, an admin client seei
 for Kafka, as ``wait_ready`` does.
 Then, in the first ``c2_rounds`` rounds, C2 on a cluster of its own (see ``run_c2``): a
 3-node KRaft cluster for Kafka, ``clusters.STROM_CLUSTER`` (a 3-node Strom quorum) for Strom.
+P2 and F1 (replication on 3-node clusters) come after the turn, from replicated.py.
 A failed workload is recorded and leaves its figures out of this round; a dead broker ends
 the turn.
 """
