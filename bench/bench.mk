@@ -3,6 +3,7 @@
 #   make bench           full run, ~15-20 min on 2 cores: bench/results/<timestamp>.{json,md,png}
 #   make bench-quick     the same workloads, small and short: under 3 minutes
 #   make bench-profile   P1 against Strom under py-spy: bench/results/<timestamp>-profile-p1.svg
+#   make bench-profile-p2  P2 on 3 Strom nodes, py-spy on two: <timestamp>-profile-p2-node{1,2}.svg
 # BENCH_ARGS passes options through, e.g. `make bench BENCH_ARGS="--rounds 7 --keep-run-dir"`.
 VENV ?= .venv
 BIN ?= $(VENV)/bin
@@ -10,7 +11,7 @@ BENCH_STAMP := $(VENV)/.bench-installed-stamp
 BENCH_ARGS ?=
 STROM_BENCH := PYTHONPATH=bench $(BIN)/python -m strom_bench
 
-.PHONY: bench bench-quick bench-profile bench-setup bench-clean
+.PHONY: bench bench-quick bench-profile bench-profile-p2 bench-setup bench-clean
 
 # Extra Python packages (matplotlib, py-spy) on top of the project's venv, reinstalled when
 # bench/requirements.lock changes; then Kafka's jars and the bench's Java programs.
@@ -29,6 +30,9 @@ bench-quick: bench-setup
 
 bench-profile: bench-setup
 	$(STROM_BENCH) profile $(BENCH_ARGS)
+
+bench-profile-p2: bench-setup
+	$(STROM_BENCH) profile --workload p2 $(BENCH_ARGS)
 
 bench-clean:
 	rm -rf bench/peer/lib bench/peer/target bench/run

@@ -184,6 +184,13 @@ class Broker:
             self.groups.kill(self.proc)
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
+    def kill(self) -> None:
+        """SIGKILL the broker and keep its data: `start` brings it back on the same data
+        (F1 restarts the leader it killed)."""
+        if self.proc is not None:
+            self.groups.kill(self.proc)
+            self.proc = None
+
     def stop_gracefully(self, timeout_s: float) -> float:
         """SIGTERM the broker and wait for it to exit: the seconds that took (its graceful
         shutdown). BrokerFailed if it is still running after `timeout_s` (then killed) or
@@ -222,9 +229,11 @@ class StromBroker(Broker):
         node_id: int = 1,
         voters: str | None = None,
         cluster_id: str | None = None,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         """A single node by default; a cluster's node passes its node.id, controller port,
-        the quorum's voters and the cluster id (see strom_cluster_overrides)."""
+        the quorum's voters and the cluster id (see strom_cluster_overrides); `settings`
+        come last and win."""
         super().__init__(groups, work_dir)
         self.metrics_port = process_groups.free_port()
         self.overrides = strom_overrides(self.port, self.metrics_port, self.data_dir, segment_bytes)
@@ -233,6 +242,7 @@ class StromBroker(Broker):
             self.overrides |= strom_cluster_overrides(
                 self.port, controller_port, node_id=node_id, voters=voters, cluster_id=cluster_id
             )
+        self.overrides |= settings or {}
 
     def argv(self) -> list[str]:
         argv = [strom_server_command()]
@@ -277,9 +287,11 @@ class KafkaBroker(Broker):
         controller_port: int | None = None,
         voters: str | None = None,
         jvm_options: Sequence[str] = KAFKA_JVM_OPTIONS,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         """A single node by default; a cluster's node passes its node.id, controller port
-        and the quorum's voters (its template formatted for that node.id)."""
+        and the quorum's voters (its template formatted for that node.id); `settings` are
+        added to server.properties last."""
         super().__init__(groups, work_dir)
         self.controller_port = controller_port or process_groups.free_port()
         self.formatted_template = formatted_template
@@ -291,10 +303,11 @@ class KafkaBroker(Broker):
             segment_bytes,
             node_id=node_id,
             voters=voters,
-        )
+        ) | dict(settings or {})
 
     def start(self) -> None:
-        """Start from a formatted log dir (see format_kafka_storage)."""
+        """Start from a formatted log dir (see format_kafka_storage); a restart (after
+        `kill`) keeps the data it has."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         if not self.data_dir.exists():  # a restart keeps its data
             shutil.copytree(self.formatted_template, self.data_dir)

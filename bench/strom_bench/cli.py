@@ -2,7 +2,8 @@
 
 quick and full run every workload on Strom and on Apache Kafka, alternating (A B A B), and
 write bench/results/<timestamp>.{json,md,png}; profile runs P1 against Strom under py-spy
-and writes bench/results/<timestamp>-profile-p1.svg.
+and writes bench/results/<timestamp>-profile-p1.svg (`--workload p2`: P2 on a 3-node Strom
+cluster, <timestamp>-profile-p2-node{1,2}.svg).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from strom_bench import (
     plotting,
     process_groups,
     profiling,
+    replicated,
     report,
     workloads,
 )
@@ -71,7 +73,14 @@ def settings_document(plan: Plan, run_dir: Path) -> dict[str, Any]:
             "C2": "CreateTopicsTiming (bench/peer): createTopics (and createPartitions past "
             f"{plan.c2_partitions_per_request:,} partitions per request), then describeTopics "
             "until every partition has a leader; timed from the first request",
+            "P2": f"{java_tools.PRODUCER_PERFORMANCE} as P1, {plan.p2_producer_properties}, "
+            f"topic of {plan.p1_partitions} partitions, RF {replicated.REPLICATION_FACTOR}",
+            "F1": "FailoverProbe (bench/peer): idempotent acks=all producer, one "
+            f"{plan.f1_record_size} B record every {plan.f1_send_interval_ms} ms to a 1-partition "
+            f"RF {replicated.REPLICATION_FACTOR} topic, client defaults otherwise; F1 = from the "
+            "leader's SIGKILL to the ack of the first record sent after it",
         },
+        "p2_f1_cluster_settings": plan.replication_settings(),
         "c2_kafka_cluster": f"{clusters.KAFKA_CLUSTER_BROKERS}-node KRaft, combined mode, "
         "static quorum (controller.quorum.voters), one node per JVM",
         "c2_kafka_jvm_options": list(brokers.KAFKA_CLUSTER_JVM_OPTIONS),
@@ -84,9 +93,16 @@ def settings_document(plan: Plan, run_dir: Path) -> dict[str, Any]:
     }
 
 
-def run_comparison(plan: Plan, results_dir: Path, keep_run_dir: bool, only_c2: bool = False) -> int:
+def run_comparison(
+    plan: Plan,
+    results_dir: Path,
+    keep_run_dir: bool,
+    only_c2: bool = False,
+    only_p2f1: bool = False,
+) -> int:
     """Every round runs Strom's turn, then Kafka's; `only_c2` runs C2 alone in each of the
-    plan's first c2_rounds rounds (the other figures are then not measured)."""
+    plan's first c2_rounds rounds, `only_p2f1` P2 and F1 alone in theirs (the other figures
+    are then not measured)."""
     started = time.monotonic()
     timestamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     run_dir = BENCH_DIR / "run" / timestamp
@@ -96,11 +112,12 @@ def run_comparison(plan: Plan, results_dir: Path, keep_run_dir: bool, only_c2: b
     errors: list[str] = []
     with process_groups.ProcessGroups() as groups:
         template: Path | None = None
-        if not only_c2:
+        if not (only_c2 or only_p2f1):
             template = run_dir / "kafka-formatted"
             brokers.format_kafka_storage(groups, template, plan.segment_bytes)
         cluster_templates: tuple[Path, ...] = ()
-        if plan.c2_rounds:  # C2's nodes: formatted side by side, a cluster id of their own
+        if plan.c2_rounds or plan.p2_rounds or plan.f1_rounds:
+            # the nodes of C2's, P2's and F1's clusters: formatted side by side, one cluster id
             cluster_templates = tuple(clusters.kafka_cluster_templates(run_dir / "kafka-cluster"))
             brokers.format_kafka_storages(groups, cluster_templates, plan.segment_bytes)
         for round_no in range(1, plan.rounds + 1):
@@ -110,9 +127,13 @@ def run_comparison(plan: Plan, results_dir: Path, keep_run_dir: bool, only_c2: b
                 )
                 if only_c2:
                     workloads.run_c2(turn)
+                elif only_p2f1:
+                    replicated.run_replicated(turn)
                 else:
                     workloads.run_turn(turn)
+                    replicated.run_replicated(turn)
                 rounds[kind].append(turn.values)
+                rounds[kind] += turn.trials
                 errors += turn.errors
     machine_info["load_average_end"] = machine.load_average()
     results = figures.build_figures(rounds)
@@ -140,9 +161,16 @@ def run_comparison(plan: Plan, results_dir: Path, keep_run_dir: bool, only_c2: b
     return 0
 
 
-def run_profile(plan: Plan, results_dir: Path) -> int:
+def run_profile(plan: Plan, results_dir: Path, workload: str = "p1") -> int:
     timestamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     run_dir = BENCH_DIR / "run" / timestamp
+    if workload == "p2":
+        prefix = results_dir / f"{timestamp}-profile-p2"
+        with process_groups.ProcessGroups() as groups:
+            profiling.profile_p2(groups, plan, run_dir, prefix)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        print(f"Flame graphs of two Strom nodes under P2: {prefix}-node1.svg, {prefix}-node2.svg")
+        return 0
     svg_path = results_dir / f"{timestamp}-profile-p1.svg"
     with process_groups.ProcessGroups() as groups:
         profiling.profile_p1(groups, plan, run_dir, svg_path)
@@ -151,7 +179,38 @@ def run_profile(plan: Plan, results_dir: Path) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
+def plan_for(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
+    """The mode's plan as the options change it (parser.error on a contradiction)."""
+    plan = PLANS[args.mode]
+    if args.only_c2 and args.only_p2f1:
+        parser.error("--only-c2 and --only-p2f1 exclude each other")
+    if args.only_p2f1:
+        if plan.mode == "profile":
+            parser.error("profile runs no F1")
+        p2_rounds, f1_rounds = max(plan.p2_rounds, 1), max(plan.f1_rounds, 1)
+        plan = dataclasses.replace(
+            plan, p2_rounds=p2_rounds, f1_rounds=f1_rounds, rounds=max(p2_rounds, f1_rounds)
+        )
+    if args.broker_session_timeout_ms is not None:
+        plan = dataclasses.replace(plan, broker_session_timeout_ms=args.broker_session_timeout_ms)
+    if args.broker_heartbeat_interval_ms is not None:
+        plan = dataclasses.replace(
+            plan, broker_heartbeat_interval_ms=args.broker_heartbeat_interval_ms
+        )
+    if args.only_c2:
+        if not plan.c2_rounds:
+            parser.error(f"{plan.mode} runs no C2")
+        plan = dataclasses.replace(plan, rounds=plan.c2_rounds)
+    if args.rounds is not None:
+        if args.rounds < 1:
+            parser.error("--rounds must be at least 1")
+        plan = dataclasses.replace(plan, rounds=args.rounds)
+    if args.only_c2:  # C2 in every round
+        plan = dataclasses.replace(plan, c2_rounds=plan.rounds)
+    return plan
+
+
+def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m strom_bench", description="Strom's benchmarks beside Apache Kafka."
     )
@@ -168,24 +227,43 @@ def main(argv: list[str]) -> int:
         action="store_true",
         help="run C2 alone (topic creation on 3-node clusters), in the mode's C2 rounds",
     )
+    parser.add_argument(
+        "--only-p2f1",
+        action="store_true",
+        help="run P2 and F1 alone (replication on 3-node clusters), in the mode's rounds of "
+        "them (at least once: quick runs them only so)",
+    )
+    parser.add_argument(
+        "--workload",
+        choices=("p1", "p2"),
+        default="p1",
+        help="profile: P1 on one broker (default) or P2 on a 3-node cluster",
+    )
+    parser.add_argument(
+        "--broker-session-timeout-ms",
+        type=int,
+        help="broker.session.timeout.ms of P2's and F1's clusters, both sides (default: plan's)",
+    )
+    parser.add_argument(
+        "--broker-heartbeat-interval-ms",
+        type=int,
+        help="broker.heartbeat.interval.ms of P2's and F1's clusters, both sides",
+    )
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    parser = argument_parser()
     args = parser.parse_args(argv)
-    plan = PLANS[args.mode]
-    if args.only_c2:
-        if not plan.c2_rounds:
-            parser.error(f"{plan.mode} runs no C2")
-        plan = dataclasses.replace(plan, rounds=plan.c2_rounds)
-    if args.rounds is not None:
-        if args.rounds < 1:
-            parser.error("--rounds must be at least 1")
-        plan = dataclasses.replace(plan, rounds=args.rounds)
-    if args.only_c2:  # C2 in every round
-        plan = dataclasses.replace(plan, c2_rounds=plan.rounds)
+    plan = plan_for(args, parser)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     java_tools.install_peer()
     try:
         if plan.mode == "profile":
-            return run_profile(plan, args.results_dir)
-        return run_comparison(plan, args.results_dir, args.keep_run_dir, args.only_c2)
+            return run_profile(plan, args.results_dir, args.workload)
+        return run_comparison(
+            plan, args.results_dir, args.keep_run_dir, args.only_c2, args.only_p2f1
+        )
     except (brokers.BrokerFailed, java_tools.ToolFailed, profiling.ProfileFailed) as e:
         print(f"benchmark failed: {e}", file=sys.stderr)
         return 1

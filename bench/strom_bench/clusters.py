@@ -15,7 +15,7 @@ and metrics ports, log dir and node.id, one static quorum and one cluster id, th
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -58,9 +58,15 @@ class Cluster(Protocol):
 
     def log_excerpt(self) -> str: ...
 
+    def node(self, node_id: int) -> brokers.Broker:
+        """The broker with this node.id (F1 kills and restarts one)."""
+        ...
 
-# (groups, work_dir, segment_bytes) -> a cluster not yet started
-ClusterFactory = Callable[[process_groups.ProcessGroups, Path, int], Cluster]
+
+# (groups, work_dir, segment_bytes, settings added to every node) -> a cluster not yet started
+ClusterFactory = Callable[
+    [process_groups.ProcessGroups, Path, int, Mapping[str, str] | None], Cluster
+]
 
 
 class NodesCluster:
@@ -103,6 +109,10 @@ class NodesCluster:
     def log_excerpt(self) -> str:
         return "\n".join(node.log_excerpt() for node in self.nodes)
 
+    def node(self, node_id: int) -> brokers.Broker:
+        """The broker with this node.id (nodes are numbered 1..N in order)."""
+        return self.nodes[node_id - 1]
+
 
 def kafka_cluster_templates(root: Path, size: int = KAFKA_CLUSTER_BROKERS) -> list[Path]:
     """Where the formatted log dirs of nodes 1..size are kept (brokers.format_kafka_storages)."""
@@ -114,9 +124,11 @@ def kafka_cluster(
     work_dir: Path,
     segment_bytes: int,
     templates: Sequence[Path],
+    settings: Mapping[str, str] | None = None,
 ) -> NodesCluster:
     """A KRaft cluster in combined mode, one node per formatted template (node.id 1..N in
-    order), each in `work_dir/nodeN` with its own ports and the cluster heap."""
+    order), each in `work_dir/nodeN` with its own ports and the cluster heap; `settings`
+    are added to every node's server.properties (P2 and F1: replication_settings)."""
     controller_ports = [process_groups.free_port() for _ in templates]
     voters = brokers.kafka_quorum_voters(controller_ports)
     nodes: list[brokers.Broker] = [
@@ -129,6 +141,7 @@ def kafka_cluster(
             controller_port=controller_ports[node_id - 1],
             voters=voters,
             jvm_options=brokers.KAFKA_CLUSTER_JVM_OPTIONS,
+            settings=settings,
         )
         for node_id, template in enumerate(templates, start=1)
     ]
@@ -140,12 +153,14 @@ def strom_cluster(
     work_dir: Path,
     segment_bytes: int,
     size: int = STROM_CLUSTER_BROKERS,
+    settings: Mapping[str, str] | None = None,
 ) -> NodesCluster:
     """`size` strom-server processes in combined mode (broker and controller, node.id 1..N),
     each in `work_dir/nodeN` with its own client, controller and metrics ports and log dir,
     one static quorum (controller.quorum.voters) and one cluster id: the settings
     `strom-dev-cluster` writes, on free loopback ports. Started together (a node serves
-    once a majority of the quorum is up), ready when an admin client sees all of them."""
+    once a majority of the quorum is up), ready when an admin client sees all of them.
+    `settings` are added to every node's overrides (P2 and F1: replication_settings)."""
     controller_ports = [process_groups.free_port() for _ in range(size)]
     voters = brokers.kafka_quorum_voters(controller_ports)  # the same format on both sides
     cluster_id = brokers.kafka_cluster_id()  # as strom.config.cluster_id makes them
@@ -158,6 +173,7 @@ def strom_cluster(
             node_id=node_id,
             voters=voters,
             cluster_id=cluster_id,
+            settings=settings,
         )
         for node_id in range(1, size + 1)
     ]
@@ -165,10 +181,13 @@ def strom_cluster(
 
 
 def three_strom_brokers(
-    groups: process_groups.ProcessGroups, work_dir: Path, segment_bytes: int
-) -> Cluster:
-    """Strom's side of C2: a 3-node quorum in combined mode, like Kafka's side."""
-    return strom_cluster(groups, work_dir, segment_bytes, STROM_CLUSTER_BROKERS)
+    groups: process_groups.ProcessGroups,
+    work_dir: Path,
+    segment_bytes: int,
+    settings: Mapping[str, str] | None = None,
+) -> NodesCluster:
+    """Strom's side of C2 (and of P2 and F1): a 3-node quorum in combined mode, like Kafka's."""
+    return strom_cluster(groups, work_dir, segment_bytes, STROM_CLUSTER_BROKERS, settings)
 
 
 # The factory C2 uses for Strom.

@@ -4,7 +4,9 @@ The same client and the same tool drive both brokers: `ProducerPerformance` from
 kafka-tools jar for P1, `AssignConsumerPerf` (ConsumerPerformance's counting, without a
 consumer group) for C1, `FixedRateLatency` (an open-loop EndToEndLatency) for L1,
 `CreateTopicsTiming` (the admin client's createTopics, then describeTopics until every
-partition has a leader) for C2, and `BenchAdmin` to wait for a broker and create topics.
+partition has a leader) for C2, `FailoverProbe` (an acks=all producer printing each
+acknowledgement, and the partition's leader and ISR) for F1, and `BenchAdmin` to wait for a
+broker and create topics.
 Parsing of their output is pure and lives here too, so it is unit-tested without a JVM.
 """
 
@@ -286,10 +288,11 @@ class JavaTools:
         bootstrap: str,
         topics: Sequence[tuple[str, int]],
         timeout_s: float,
-        broker: subprocess.Popen[bytes],
+        broker: Watched,
+        replication_factor: int = 1,
     ) -> None:
-        """Create topics (name, partitions) with RF 1 and wait until each partition has a leader."""
-        specs = [f"{name}:{partitions}:1" for name, partitions in topics]
+        """Create topics (name, partitions) and wait until each partition has a leader."""
+        specs = [f"{name}:{partitions}:{replication_factor}" for name, partitions in topics]
         args = [bootstrap, "create", str(int(timeout_s * 1000)), *specs]
         self.run(
             "admin-create", java_argv("BenchAdmin", args, ADMIN_JVM_OPTIONS), timeout_s + 30, broker
@@ -305,7 +308,7 @@ class JavaTools:
         record_size: int,
         producer_properties: Sequence[str],
         timeout_s: float,
-        broker: subprocess.Popen[bytes],
+        broker: Watched,
     ) -> ProducerResult:
         args = [
             "--bootstrap-server", bootstrap,
@@ -319,6 +322,25 @@ class JavaTools:
         ]  # fmt: skip
         argv = java_argv(PRODUCER_PERFORMANCE, args, TOOL_JVM_OPTIONS)
         return parse_producer_performance(self.run("producer-perf", argv, timeout_s, broker))
+
+    def start_failover_probe(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        send_interval_ms: int,
+        record_size: int,
+        max_duration_s: float,
+    ) -> tuple[subprocess.Popen[bytes], Path]:
+        """Start FailoverProbe in the background (F1): its process and the file its lines go
+        to (read them with failover.ProbeReader). The caller stops it (ProcessGroups.kill)."""
+        self._count += 1
+        stdout_path = self.log_dir / f"{self._count:03d}-failover-probe.out"
+        stderr_path = self.log_dir / f"{self._count:03d}-failover-probe.err"
+        args = [bootstrap, topic, str(send_interval_ms), str(record_size), str(int(max_duration_s))]
+        argv = java_argv("FailoverProbe", args, TOOL_JVM_OPTIONS)
+        proc = self.groups.spawn(argv, stdout=stdout_path, stderr=stderr_path)
+        return proc, stdout_path
 
     def consume(
         self,

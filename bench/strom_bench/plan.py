@@ -33,6 +33,18 @@ class Plan:
     c2_topic_partitions: int  # ... of this many partitions each, in one createTopics request
     c2_big_partitions: int  # C2-10k: one topic of this many partitions (0: not run)
     c2_partitions_per_request: int  # at most this many partitions per request (Kafka's limit)
+    # P2 and F1 run on 3-node clusters with replication_settings (both sides alike)
+    p2_rounds: int  # P2 (acks=all produce, RF 3) in the first p2_rounds rounds (0: never)
+    p2_records: int  # of p2_record_size bytes, to p1_partitions partitions (as P1-1KiB)
+    p2_record_size: int
+    p2_producer_properties: tuple[str, ...]
+    f1_rounds: int  # F1 (failover) in the first f1_rounds rounds (0: never) ...
+    f1_trials: int  # ... with this many leader kills on one cluster each time
+    f1_send_interval_ms: int  # the probe producer sends one record this often
+    f1_record_size: int
+    min_insync_replicas: int
+    broker_session_timeout_ms: int  # broker.session.timeout.ms: drives F1
+    broker_heartbeat_interval_ms: int  # broker.heartbeat.interval.ms
     segment_bytes: int
     tool_timeout_s: float
 
@@ -45,6 +57,15 @@ class Plan:
 
     def as_settings(self) -> dict[str, Any]:
         return asdict(self)
+
+    def replication_settings(self) -> dict[str, str]:
+        """What P2's and F1's cluster nodes add to their settings, the same on both sides
+        (Kafka's property names): min.insync.replicas and the broker session."""
+        return {
+            "min.insync.replicas": str(self.min_insync_replicas),
+            "broker.session.timeout.ms": str(self.broker_session_timeout_ms),
+            "broker.heartbeat.interval.ms": str(self.broker_heartbeat_interval_ms),
+        }
 
 
 _COMMON: dict[str, Any] = {
@@ -62,6 +83,17 @@ _COMMON: dict[str, Any] = {
     # Kafka refuses one request making more than 10,000 metadata records, and a topic of
     # 10,000 partitions makes 10,001: created with 5,000, then grown by createPartitions.
     "c2_partitions_per_request": 5_000,
+    "p2_record_size": KIB,
+    # P1's producer settings but acks=all (idempotence is then the client's default)
+    "p2_producer_properties": ("acks=all", "batch.size=65536", "linger.ms=5"),
+    "f1_send_interval_ms": 10,
+    "f1_record_size": 100,
+    "min_insync_replicas": 2,
+    # Kafka's defaults are 9000 and 2000: a dead leader's partitions then stay leaderless
+    # for ~9 s on both brokers. P2's and F1's clusters run both with a 1 s session and 4
+    # heartbeats per session (Kafka's defaults give 4.5); see bench/README.md, F1.
+    "broker_session_timeout_ms": 1000,
+    "broker_heartbeat_interval_ms": 250,
     "segment_bytes": GIB,
 }
 
@@ -77,6 +109,12 @@ QUICK = Plan(
     s1_rounds=0,  # 10,000 partitions on Kafka do not fit the quick budget
     c2_rounds=1,  # C2-100x10 once per side (~20 s in all, a 3-node Kafka start is most of it)
     c2_big_partitions=0,  # C2-10k: another ~10-30 s on Kafka, past the quick budget
+    # P2 and F1 (four 3-node cluster starts, ~100 s) do not fit the quick budget;
+    # `quick --only-p2f1` runs them once at these sizes
+    p2_rounds=0,
+    p2_records=40_000,
+    f1_rounds=0,
+    f1_trials=3,
     **_COMMON,
 )
 
@@ -92,6 +130,10 @@ FULL = Plan(
     s1_rounds=3,
     c2_rounds=3,
     c2_big_partitions=10_000,
+    p2_rounds=3,
+    p2_records=GIB // KIB,  # as P1-1KiB: 1 GiB of values
+    f1_rounds=1,
+    f1_trials=10,
     **_COMMON,
 )
 
@@ -108,6 +150,10 @@ PROFILE = Plan(
     s1_rounds=0,
     c2_rounds=0,
     c2_big_partitions=0,
+    p2_rounds=1,  # profile --workload p2
+    p2_records=300_000,
+    f1_rounds=0,
+    f1_trials=0,
     **_COMMON,
 )
 

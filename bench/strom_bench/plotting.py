@@ -1,4 +1,4 @@
-"""A PNG of the run: throughput, latency percentiles and memory, Strom beside Kafka.
+"""A PNG of the run: throughput, latency percentiles, memory and failover, Strom beside Kafka.
 
 Bars are medians; the whiskers span min to max of the runs.
 """
@@ -18,9 +18,10 @@ from matplotlib.axes import Axes
 from strom_bench.figures import Figure, Summary
 
 PANELS: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
-    ("Throughput (higher is better)", "MB/s", ("P1-1KiB", "P1-100B", "C1"), False),
+    ("Throughput (higher is better)", "MB/s", ("P1-1KiB", "P1-100B", "P2", "C1"), False),
     ("Latency at 5,000 msg/s (lower is better)", "ms", ("L1-p50", "L1-p99", "L1-p99.9"), True),
     ("Resident memory (lower is better)", "MiB", ("M1-idle", "M1-P1", "M1-1000p"), False),
+    ("Failover, RF 3 (lower is better)", "s", ("F1", "F1-broker", "F1-controller"), False),
 )  # fmt: skip
 COLOURS = {"Strom": "#1f77b4", "Kafka": "#7f7f7f"}
 BAR_WIDTH = 0.38
@@ -55,12 +56,13 @@ def _bars(axes: Axes, ids: Sequence[str], by_id: dict[str, Figure], log_scale: b
 
 def write_plot(path: Path, figures: Sequence[Figure], title: str) -> Path:
     by_id = {figure.spec.id: figure for figure in figures if not figure.spec.pending}
-    fig, all_axes = plt.subplots(1, len(PANELS), figsize=(15, 4.8))
+    fig, all_axes = plt.subplots(1, len(PANELS), figsize=(5 * len(PANELS), 4.8))
     for axes, (panel_title, unit, ids, log_scale) in zip(all_axes, PANELS, strict=True):
         _bars(axes, ids, by_id, log_scale)
         axes.set_title(panel_title, fontsize=10)
         axes.set_ylabel(unit)
-        axes.legend(fontsize=8)
+        if axes.get_legend_handles_labels()[0]:  # a panel nothing measured has no legend
+            axes.legend(fontsize=8)
         axes.grid(axis="y", alpha=0.3)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()

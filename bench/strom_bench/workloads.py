@@ -9,6 +9,7 @@ timed to ready (S1-start): /readyz answering 200 for Strom, an admin client seei
 for Kafka, as ``wait_ready`` does.
 Then, in the first ``c2_rounds`` rounds, C2 on a cluster of its own (see ``run_c2``): a
 3-node KRaft cluster for Kafka, ``clusters.STROM_CLUSTER`` (a 3-node Strom quorum) for Strom.
+P2 and F1 (replication on 3-node clusters) come after the turn, from replicated.py.
 A failed workload is recorded and leaves its figures out of this round; a dead broker ends
 the turn.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,9 @@ class Turn:
     kafka_template: Path | None
     kafka_cluster_templates: tuple[Path, ...] = ()  # C2's nodes, formatted (node.id 1..N)
     values: dict[str, float] = field(default_factory=dict)
+    # figures measured several times in one turn (F1's trials): one dict per trial, counted
+    # as runs of their own beside the rounds'
+    trials: list[dict[str, float]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     @property
@@ -72,17 +76,20 @@ class Turn:
             self.groups, work_dir, self.plan.segment_bytes, self.kafka_template
         )
 
-    @property
-    def c2_dir(self) -> Path:
-        return self.run_dir / f"round{self.round_no}-{self.kind}-c2"
+    def cluster_dir(self, workload: str = "c2") -> Path:
+        return self.run_dir / f"round{self.round_no}-{self.kind}-{workload}"
 
-    def new_cluster(self) -> clusters.Cluster:
-        work_dir = self.c2_dir
+    def new_cluster(
+        self, workload: str = "c2", settings: Mapping[str, str] | None = None
+    ) -> clusters.Cluster:
+        """A 3-node cluster of this side in `cluster_dir(workload)`, `settings` added to
+        every node's (P2 and F1: the plan's replication_settings)."""
+        work_dir = self.cluster_dir(workload)
         if self.kind == brokers.STROM:
-            return clusters.STROM_CLUSTER(self.groups, work_dir, self.plan.segment_bytes)
+            return clusters.STROM_CLUSTER(self.groups, work_dir, self.plan.segment_bytes, settings)
         assert self.kafka_cluster_templates
         return clusters.kafka_cluster(
-            self.groups, work_dir, self.plan.segment_bytes, self.kafka_cluster_templates
+            self.groups, work_dir, self.plan.segment_bytes, self.kafka_cluster_templates, settings
         )
 
     def record(self, figure_id: str, value: float, unit: str) -> None:
@@ -175,7 +182,7 @@ def run_c2(turn: Turn) -> None:
     """
     plan = turn.plan
     cluster = turn.new_cluster()
-    tools = java_tools.JavaTools(turn.groups, turn.c2_dir / "tools")
+    tools = java_tools.JavaTools(turn.groups, turn.cluster_dir() / "tools")
     try:
         cluster.start()
         cluster.wait_ready(tools)

@@ -55,7 +55,7 @@ def test_kafka_cluster_nodes_have_their_own_ports_dirs_and_ids(tmp_path: Path) -
 def test_strom_side_is_a_three_node_quorum_like_kafkas(tmp_path: Path) -> None:
     assert clusters.STROM_CLUSTER is clusters.three_strom_brokers
     with process_groups.ProcessGroups() as groups:
-        cluster = clusters.STROM_CLUSTER(groups, tmp_path / "c2", 1 << 30)
+        cluster = clusters.STROM_CLUSTER(groups, tmp_path / "c2", 1 << 30, None)
     assert cluster.kind == brokers.STROM
     assert cluster.size == clusters.KAFKA_CLUSTER_BROKERS == 3
     assert isinstance(cluster, clusters.NodesCluster)
@@ -83,6 +83,34 @@ def test_strom_side_is_a_three_node_quorum_like_kafkas(tmp_path: Path) -> None:
     assert len(ports) == 9  # every port its own, though all are chosen before any bind
     assert len({n.data_dir for n in nodes}) == 3
     assert cluster.bootstrap == ",".join(f"127.0.0.1:{n.port}" for n in nodes)
+
+
+def test_p2_and_f1_clusters_get_the_same_replication_settings_on_both_sides(
+    tmp_path: Path,
+) -> None:
+    settings = plan.FULL.replication_settings()
+    assert settings == {
+        "min.insync.replicas": "2",
+        "broker.session.timeout.ms": "1000",
+        "broker.heartbeat.interval.ms": "250",
+    }
+    templates = clusters.kafka_cluster_templates(tmp_path / "formatted")
+    with process_groups.ProcessGroups() as groups:
+        kafka = clusters.kafka_cluster(groups, tmp_path / "k", 1 << 30, templates, settings)
+        strom = clusters.STROM_CLUSTER(groups, tmp_path / "s", 1 << 30, settings)
+    for node_id in (1, 2, 3):
+        kafka_node, strom_node = kafka.node(node_id), strom.node(node_id)
+        assert isinstance(kafka_node, brokers.KafkaBroker)
+        assert isinstance(strom_node, brokers.StromBroker)
+        assert kafka_node.properties["node.id"] == strom_node.overrides["node.id"] == str(node_id)
+        assert kafka_node.properties.items() >= settings.items()
+        assert strom_node.overrides.items() >= settings.items()
+    # C2's clusters keep the brokers' defaults
+    with process_groups.ProcessGroups() as groups:
+        c2 = clusters.STROM_CLUSTER(groups, tmp_path / "c2", 1 << 30, None)
+    c2_node = c2.node(1)
+    assert isinstance(c2_node, brokers.StromBroker)
+    assert "broker.session.timeout.ms" not in c2_node.overrides
 
 
 def test_a_single_strom_broker_has_no_quorum_settings(tmp_path: Path) -> None:

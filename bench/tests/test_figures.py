@@ -63,14 +63,34 @@ def test_build_figures_from_rounds() -> None:
     assert by_id["C1"].strom is None and by_id["C1"].ratio is None
 
 
-def test_pending_figures_stay_pending() -> None:
-    rounds = {"strom": [{"P2": 1.0}], "kafka": [{"P2": 1.0}]}
+def test_a_pending_figure_stays_pending() -> None:
+    spec = FigureSpec("Y", "s", LOWER, "y", Target("<=", 1.0), pending="needs a feature")
+    rounds = {"strom": [{"Y": 1.0}], "kafka": [{"Y": 1.0}]}
+    (figure,) = figures.build_figures(rounds, [spec])
+    assert figure.strom is None and figure.kafka is None and figure.ratio is None
+    assert figure.to_json()["pending"] == "needs a feature"
+
+
+def test_p2_and_f1_are_measured_with_their_targets() -> None:
+    rounds = {
+        "strom": [{"P2": 40.0}, {"F1": 1.5, "F1-broker": 1.5}, {"F1": 1.7, "F1-broker": 1.7}],
+        "kafka": [{"P2": 50.0}, {"F1": 1.6, "F1-broker": 1.6}, {"F1": 5.0, "F1-controller": 5.0}],
+    }
     by_id = {f.spec.id: f for f in figures.build_figures(rounds)}
-    for pending in ("P2", "F1"):
-        figure = by_id[pending]
-        assert figure.spec.pending == figures.PENDING
-        assert figure.strom is None and figure.kafka is None and figure.ratio is None
-        assert figure.to_json()["pending"].startswith("needs replication")
+    assert by_id["P2"].ratio == pytest.approx(0.8) and by_id["P2"].meets_target is True
+    f1 = by_id["F1"]
+    assert f1.strom is not None and f1.strom.runs == (1.5, 1.7)  # every trial is a run
+    assert f1.ratio == pytest.approx(1.6 / 3.3) and f1.meets_target is True
+    assert str(f1.spec.target) == "<= 1, Strom < 2"
+    assert by_id["F1-controller"].strom is None  # no trial of that kind on Strom's side
+
+
+def test_an_absolute_bound_on_strom_can_miss_a_met_ratio() -> None:
+    target = Target("<=", 1.0, strom_at_most=2.0)
+    assert target.met_by(0.9, 1.9) is True
+    assert target.met_by(0.9, 2.5) is False  # Kafka slower still: the ratio alone is met
+    assert target.met_by(1.1, 1.5) is False
+    assert _figure(LOWER, [2.5], [3.0], target).meets_target is False
 
 
 def test_figure_json_has_the_documented_shape() -> None:
@@ -101,3 +121,5 @@ def test_every_spec_is_well_formed() -> None:
     assert str(specs["C1"].target) == ">= 1"
     assert str(specs["L1-p99"].target) == "<= 2"
     assert str(specs["M1-idle"].target) == "<= 0.5"
+    assert str(specs["P2"].target) == ">= 0.8"
+    assert str(specs["F1"].target) == "<= 1, Strom < 2"

@@ -40,8 +40,8 @@ def test_markdown_table_rows() -> None:
     assert rows["L1-p99"] == (
         "| L1-p99 | ms | 20.0 (10.0-30.0) | 10.0 (10.0-10.0) | 2.00 | lower | <= 2: met |"
     )
-    assert "| P2 | MB/s | pending | pending | n/a | higher | needs replication" in rows["P2"]
-    assert "| F1 | s | pending | pending | n/a | lower | needs replication" in rows["F1"]
+    assert rows["P2"] == "| P2 | MB/s | n/a | n/a | n/a | higher | >= 0.8: n/a |"
+    assert rows["F1"] == "| F1 | s | n/a | n/a | n/a | lower | <= 1, Strom < 2: n/a |"
     assert rows["C1"] == "| C1 | MB/s | n/a | n/a | n/a | higher | >= 1: n/a |"
     assert rows["L1-p50"].endswith("| lower |  |")
 

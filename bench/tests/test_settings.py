@@ -44,6 +44,11 @@ def test_plans_follow_the_issue() -> None:
     assert (plan.QUICK.c2_rounds, plan.QUICK.c2_big_partitions) == (1, 0)
     assert plan.PROFILE.c2_rounds == 0
     assert plan.QUICK.warmup_records(40_000) == 8_000
+    # P2 as P1-1KiB but acks=all; F1: 10 trials in the full run; both full-mode only
+    assert plan.FULL.p2_records == plan.FULL.p1_records_1kib
+    assert plan.FULL.p2_producer_properties == ("acks=all", "batch.size=65536", "linger.ms=5")
+    assert (plan.FULL.p2_rounds, plan.FULL.f1_rounds, plan.FULL.f1_trials) == (3, 1, 10)
+    assert (plan.QUICK.p2_rounds, plan.QUICK.f1_rounds, plan.QUICK.f1_trials) == (0, 0, 3)
 
 
 def test_parse_vm_rss() -> None:

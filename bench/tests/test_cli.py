@@ -1,0 +1,38 @@
+"""The command line's options, as they shape the plan (no run)."""
+
+import pytest
+from strom_bench import cli, plan
+
+
+def _plan(*argv: str) -> plan.Plan:
+    parser = cli.argument_parser()
+    return cli.plan_for(parser.parse_args(list(argv)), parser)
+
+
+def test_full_runs_p2_and_f1_with_everything_else() -> None:
+    full = _plan("full")
+    assert full == plan.FULL
+    assert (full.p2_rounds, full.f1_rounds, full.f1_trials) == (3, 1, 10)
+
+
+def test_only_p2f1_runs_their_rounds_and_quick_runs_them_once() -> None:
+    full = _plan("full", "--only-p2f1")
+    assert (full.rounds, full.p2_rounds, full.f1_rounds, full.f1_trials) == (3, 3, 1, 10)
+    quick = _plan("quick", "--only-p2f1")
+    assert (quick.rounds, quick.p2_rounds, quick.f1_rounds, quick.f1_trials) == (1, 1, 1, 3)
+    assert _plan("quick").p2_rounds == _plan("quick").f1_rounds == 0
+
+
+def test_the_broker_session_is_set_for_both_sides_at_once() -> None:
+    changed = _plan(
+        "full", "--broker-session-timeout-ms", "9000", "--broker-heartbeat-interval-ms", "2000"
+    )
+    assert changed.replication_settings()["broker.session.timeout.ms"] == "9000"
+    assert changed.replication_settings()["broker.heartbeat.interval.ms"] == "2000"
+
+
+def test_contradicting_options_are_refused() -> None:
+    with pytest.raises(SystemExit):
+        _plan("full", "--only-c2", "--only-p2f1")
+    with pytest.raises(SystemExit):
+        _plan("profile", "--only-p2f1")
