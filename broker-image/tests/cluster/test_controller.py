@@ -360,3 +360,12 @@ async def test_a_controller_active_again_gives_every_broker_a_fresh_session(node
     node.controller.activate_sessions(now_ms=60_000)
     assert await node.controller.fence_expired_brokers(now_ms=60_500) == []
     assert await node.controller.fence_expired_brokers(now_ms=69_001) == [2]
+
+
+async def test_the_next_session_expiry_is_the_earliest_live_broker_deadline(node: Node) -> None:
+    assert node.controller.next_session_expiry_ms(now_ms=0) is None  # no broker yet
+    epoch = await node.controller.register_broker(registration(2, uuid.uuid4()), now_ms=0)
+    await node.controller.broker_heartbeat(
+        2, epoch, node.image.offset, want_fence=False, want_shut_down=False, now_ms=1000
+    )
+    assert node.controller.next_session_expiry_ms(now_ms=1500) == 10_000  # 1 s + 9 s

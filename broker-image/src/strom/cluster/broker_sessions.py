@@ -68,6 +68,15 @@ class BrokerSessions:
         for node_id in self._last_contact:
             self._last_contact[node_id] = now_ms
 
+    def next_expiry_ms(self, image: images.MetadataImage, now_ms: int) -> int | None:
+        """When the first live session runs out if no heartbeat comes (None: none)."""
+        deadlines = [
+            self._last_contact.get(node_id, now_ms) + self.session_timeout_ms
+            for node_id, broker in image.brokers.items()
+            if not broker.fenced
+        ]
+        return min(deadlines, default=None)
+
     def _alive(self, node_id: int, now_ms: int) -> bool:
         last = self._last_contact.get(node_id)
         return last is not None and now_ms - last < self.session_timeout_ms

@@ -460,6 +460,9 @@ class Controller:
             log.info("broker %d is %s", node_id, _broker_change(change))
         return answer
 
+    def next_session_expiry_ms(self, now_ms: int) -> int | None:
+        return self._sessions.next_expiry_ms(self.image, now_ms)
+
     def activate_sessions(self, now_ms: int) -> None:
         """This node became the active controller: every broker's session starts now."""
         self._sessions.activate(now_ms)

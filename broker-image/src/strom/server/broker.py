@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 GROUP_TICK_S = 0.1
 # The active controller looks for brokers whose session expired this often.
 FENCE_CHECK_S = 0.5
+FENCE_RETRY_S = 0.05
 # A starting broker says it still waits to be unfenced this often.
 UNFENCE_LOG_EVERY_S = 10
 # How long a stopping broker asks the controller to let it go (controlled shutdown): the
@@ -421,21 +422,33 @@ class Broker:
                 )
 
     async def _fence_expired_brokers(self) -> None:
+        """On the active controller: fence a broker as soon as its session runs out (the
+        failover time of its partitions starts there), checking at least every
+        FENCE_CHECK_S for brokers that registered meanwhile."""
         active = False
+        wait_s = FENCE_CHECK_S
         while True:
-            await self.clock.sleep(FENCE_CHECK_S)
+            await self.clock.sleep(wait_s)
+            wait_s = FENCE_CHECK_S
             if not self.metadata_log.is_active_controller():
                 active = False
                 continue
+            now = self.clock.time_ms()
             if not active:
                 # Newly active: the heartbeats went to another controller meanwhile, so
                 # every broker gets a fresh session (Kafka's controller does the same).
-                self.controller.activate_sessions(self.clock.time_ms())
+                self.controller.activate_sessions(now)
                 active = True
             try:
-                await self.controller.fence_expired_brokers(self.clock.time_ms())
+                await self.controller.fence_expired_brokers(now)
             except topics.MetadataError as error:
                 log.debug("fencing expired brokers: %s", error)
+            expiry = self.controller.next_session_expiry_ms(self.clock.time_ms())
+            if expiry is not None:
+                # not sooner than FENCE_RETRY_S: a fence that could not commit (no quorum)
+                # is tried again, not spun on
+                until_s = (expiry - self.clock.time_ms() + 1) / 1000
+                wait_s = min(max(until_s, FENCE_RETRY_S), FENCE_CHECK_S)
 
     async def _balance_leaders(self) -> None:
         """auto.leader.rebalance.enable: the active controller gives partitions back to
