@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
+from no_logs import NoLogs
 from strom.cluster import (
     broker_sessions,
     config_cache,
@@ -22,16 +23,6 @@ from strom.cluster import image as images
 from strom.config import broker as broker_config
 
 NOW = 1_700_000_000_000
-
-
-class NoLogs:
-    """This controller hosts no partition (node 9 is no replica): nothing to prepare."""
-
-    async def prepare_logs(self, partitions: object) -> None:
-        return None
-
-    async def abandon_logs(self, partitions: object) -> None:
-        return None
 
 
 class Cluster:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from kio.schema.errors import ErrorCode
+from no_logs import NoLogs
 from strom.cluster import (
     broker_sessions,
     config_cache,
@@ -28,14 +29,6 @@ from strom.config import broker as broker_config
 
 NOW = 1_700_000_000_000
 OK = reassignments.Outcome()
-
-
-class NoLogs:
-    async def prepare_logs(self, partitions: object) -> None:
-        return None
-
-    async def abandon_logs(self, partitions: object) -> None:
-        return None
 
 
 class Cluster:

@@ -23,6 +23,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from strom import tasks
 from strom.clock import Clock
 from strom.network import channel as channels
 from strom.network import errors as network_errors
@@ -101,10 +102,7 @@ class ReplicaFetcher:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await tasks.cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

@@ -9,12 +9,12 @@ which the partition's metadata tells what holds and the next check proposes agai
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from kio.schema.errors import ErrorCode
 
+from strom import tasks
 from strom.clock import Clock
 from strom.cluster import isr_changes
 from strom.replication import partition as partitions
@@ -51,10 +51,7 @@ class IsrUpdates:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await tasks.cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

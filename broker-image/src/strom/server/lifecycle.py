@@ -24,11 +24,11 @@ over the network; both have these methods.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
+from strom import tasks
 from strom.clock import Clock
 from strom.cluster import broker_sessions, topics
 
@@ -111,10 +111,7 @@ class BrokerLifecycle:
     async def stop(self) -> None:
         """Stop heartbeating without telling the controller (its session will expire)."""
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await tasks.cancel_and_wait(task)
 
     async def shut_down(self, timeout_s: float) -> bool:
         """Controlled shutdown: ask the controller until it lets this broker go (True),
