@@ -25,7 +25,6 @@ from strom_bench import (
     figures,
     java_tools,
     machine,
-    plotting,
     process_groups,
     profiling,
     replicated,
@@ -148,6 +147,9 @@ def run_comparison(
     )
     json_path, markdown_path = report.write_reports(results_dir, timestamp, document, results)
     title = f"Strom vs Apache Kafka {java_tools.kafka_version()}, {plan.mode} run {timestamp}"
+    # matplotlib comes with the bench's own requirements: imported only to draw
+    from strom_bench import plotting
+
     png_path = plotting.write_plot(results_dir / f"{timestamp}.png", results, title)
     print(report.markdown_document(document, results))
     print(f"Wrote {json_path}, {markdown_path} and {png_path}")
