@@ -17,6 +17,7 @@ from strom.cluster import (
     loader,
     metadata_log,
     records,
+    topic_requests,
     topics,
 )
 from strom.cluster import image as images
@@ -109,7 +110,7 @@ async def node(tmp_path: Path) -> AsyncIterator[Node]:
 async def test_a_created_topic_is_durable_served_and_replayed(tmp_path: Path) -> None:
     first = Node(tmp_path)
     (outcome,) = await first.controller.create_topics(
-        [controller.NewTopic("orders", 4, 1, configs={"retention.ms": "1000"})]
+        [topic_requests.NewTopic("orders", 4, 1, configs={"retention.ms": "1000"})]
     )
     assert outcome.error is None and outcome.partitions == 4 and outcome.replication_factor == 1
     topic = first.image.topics["orders"]
@@ -131,18 +132,18 @@ async def test_a_created_topic_is_durable_served_and_replayed(tmp_path: Path) ->
 
 async def test_refusals_name_the_problem_as_kafka_does(node: Node) -> None:
     await node.controller.create_topics(
-        [controller.NewTopic("orders", 1, 1), controller.NewTopic("my.topic", 1, 1)]
+        [topic_requests.NewTopic("orders", 1, 1), topic_requests.NewTopic("my.topic", 1, 1)]
     )
     outcomes = await node.controller.create_topics(
         [
-            controller.NewTopic("orders", 1, 1),
-            controller.NewTopic("my_topic", 1, 1),
-            controller.NewTopic("bad name", 1, 1),
-            controller.NewTopic("zero", 0, 1),
-            controller.NewTopic("replicated", 1, 3),
-            controller.NewTopic("configured", 1, 1, configs={"retention.ms": "soon"}),
-            controller.NewTopic("__cluster_metadata", 1, 1),
-            controller.NewTopic("fine", -1, -1),
+            topic_requests.NewTopic("orders", 1, 1),
+            topic_requests.NewTopic("my_topic", 1, 1),
+            topic_requests.NewTopic("bad name", 1, 1),
+            topic_requests.NewTopic("zero", 0, 1),
+            topic_requests.NewTopic("replicated", 1, 3),
+            topic_requests.NewTopic("configured", 1, 1, configs={"retention.ms": "soon"}),
+            topic_requests.NewTopic("__cluster_metadata", 1, 1),
+            topic_requests.NewTopic("fine", -1, -1),
         ]
     )
     errors = {o.name: o.error for o in outcomes}
@@ -162,7 +163,7 @@ async def test_refusals_name_the_problem_as_kafka_does(node: Node) -> None:
 
 async def test_validate_only_answers_without_creating_anything(node: Node) -> None:
     (outcome,) = await node.controller.create_topics(
-        [controller.NewTopic("planned", 5, 1)], validate_only=True
+        [topic_requests.NewTopic("planned", 5, 1)], validate_only=True
     )
     assert outcome.error is None and outcome.partitions == 5 and outcome.topic_id is None
     assert node.image.topics == {} and node.partition_dirs() == set()
@@ -171,13 +172,13 @@ async def test_validate_only_answers_without_creating_anything(node: Node) -> No
 
 async def test_one_request_may_not_create_more_than_ten_thousand_partitions(node: Node) -> None:
     outcomes = await node.controller.create_topics(
-        [controller.NewTopic("small", 1, 1), controller.NewTopic("huge", 10_000, 1)]
+        [topic_requests.NewTopic("small", 1, 1), topic_requests.NewTopic("huge", 10_000, 1)]
     )
     # Kafka refuses the whole request, with its words.
     for outcome in outcomes:
         assert isinstance(outcome.error, topics.PolicyViolationError)
         assert str(outcome.error) == "Excessively large number of partitions per request."
-    await node.controller.create_topics([controller.NewTopic("t", 1, 1)])
+    await node.controller.create_topics([topic_requests.NewTopic("t", 1, 1)])
     with pytest.raises(topics.PolicyViolationError):
         await node.controller.create_partitions("t", 16_000_000)
     assert node.image.topics["t"].partition_count == 1
@@ -187,9 +188,9 @@ async def test_one_request_may_not_create_more_than_ten_thousand_partitions(node
 async def test_a_broker_hosts_at_most_max_partitions_per_broker(tmp_path: Path) -> None:
     node = Node(tmp_path, **{"max.partitions.per.broker": "10"})
     try:
-        (first,) = await node.controller.create_topics([controller.NewTopic("a", 8, 1)])
+        (first,) = await node.controller.create_topics([topic_requests.NewTopic("a", 8, 1)])
         assert first.error is None
-        (second,) = await node.controller.create_topics([controller.NewTopic("b", 3, 1)])
+        (second,) = await node.controller.create_topics([topic_requests.NewTopic("b", 3, 1)])
         assert isinstance(second.error, topics.PolicyViolationError)
         assert "max.partitions.per.broker" in str(second.error)
         with pytest.raises(topics.PolicyViolationError):
@@ -202,20 +203,20 @@ async def test_a_broker_hosts_at_most_max_partitions_per_broker(tmp_path: Path) 
 
 async def test_a_failed_metadata_write_leaves_no_topic_and_no_logs(node: Node) -> None:
     node.log.failures = 1
-    (outcome,) = await node.controller.create_topics([controller.NewTopic("orders", 3, 1)])
+    (outcome,) = await node.controller.create_topics([topic_requests.NewTopic("orders", 3, 1)])
     assert isinstance(outcome.error, topics.StorageFailedError)
     assert "orders" not in node.image.topics
     assert node.partition_dirs() == set()  # the prepared logs were removed again
     assert node.replicas.partition("orders", 0) is None
     # Retriable: once the disk takes writes again the same request succeeds.
-    (retried,) = await node.controller.create_topics([controller.NewTopic("orders", 3, 1)])
+    (retried,) = await node.controller.create_topics([topic_requests.NewTopic("orders", 3, 1)])
     assert retried.error is None and node.partition_dirs() == {"orders-0", "orders-1", "orders-2"}
 
 
 async def test_a_failed_log_creation_leaves_nothing_behind(node: Node) -> None:
     # A file where a partition directory must go: creating that log fails.
     (node.root / "orders-2").write_text("in the way")
-    (outcome,) = await node.controller.create_topics([controller.NewTopic("orders", 3, 1)])
+    (outcome,) = await node.controller.create_topics([topic_requests.NewTopic("orders", 3, 1)])
     assert isinstance(outcome.error, topics.StorageFailedError)
     assert "orders" not in node.image.topics
     assert node.partition_dirs() == set()
@@ -224,7 +225,7 @@ async def test_a_failed_log_creation_leaves_nothing_behind(node: Node) -> None:
 
 async def test_concurrent_creates_of_one_name_make_one_topic(node: Node) -> None:
     results = await asyncio.gather(
-        *(node.controller.create_topics([controller.NewTopic("race", 2, 1)]) for _ in range(5))
+        *(node.controller.create_topics([topic_requests.NewTopic("race", 2, 1)]) for _ in range(5))
     )
     errors = [outcome.error for (outcome,) in results]
     assert sum(e is None for e in errors) == 1
@@ -232,7 +233,7 @@ async def test_concurrent_creates_of_one_name_make_one_topic(node: Node) -> None
 
 
 async def test_config_changes_are_stored_as_differences(node: Node) -> None:
-    await node.controller.create_topics([controller.NewTopic("t", 1, 1)])
+    await node.controller.create_topics([topic_requests.NewTopic("t", 1, 1)])
     await node.controller.set_topic_configs("t", {"retention.ms": "5", "segment.bytes": "4096"})
     await node.controller.set_topic_configs("t", {"retention.ms": "6"})
     assert dict(node.image.topics["t"].configs) == {"retention.ms": "6"}
@@ -246,7 +247,7 @@ async def test_config_changes_are_stored_as_differences(node: Node) -> None:
 
 
 async def test_deleting_a_topic_removes_its_logs(node: Node) -> None:
-    await node.controller.create_topics([controller.NewTopic("gone", 2, 1)])
+    await node.controller.create_topics([topic_requests.NewTopic("gone", 2, 1)])
     outcomes = await node.controller.delete_topics(["gone", "never"])
     assert outcomes["gone"] is None
     assert isinstance(outcomes["never"], topics.UnknownTopicError)
@@ -316,7 +317,7 @@ async def test_new_replicas_go_to_the_live_brokers_across_racks(node: Node) -> N
         await node.controller.broker_heartbeat(
             node_id, epoch, node.image.offset, want_fence=False, want_shut_down=False, now_ms=0
         )
-    (outcome,) = await node.controller.create_topics([controller.NewTopic("spread", 8, 2)])
+    (outcome,) = await node.controller.create_topics([topic_requests.NewTopic("spread", 8, 2)])
     assert outcome.error is None
     racks = {1: "a", 2: "a", 3: "b", 4: "b"}
     topic = node.image.topics["spread"]
@@ -333,11 +334,13 @@ async def test_a_request_cancelled_midway_still_commits_what_it_wrote(tmp_path: 
     # A client that goes away cancels its request; the controller's write must finish and
     # be applied before the next operation validates against the image.
     node = Node(tmp_path)
-    first = asyncio.ensure_future(node.controller.create_topics([controller.NewTopic("a", 600, 1)]))
+    first = asyncio.ensure_future(
+        node.controller.create_topics([topic_requests.NewTopic("a", 600, 1)])
+    )
     for _ in range(3):
         await asyncio.sleep(0)  # into the worker thread that makes the logs
     first.cancel()
-    (again,) = await node.controller.create_topics([controller.NewTopic("a", 1, 1)])
+    (again,) = await node.controller.create_topics([topic_requests.NewTopic("a", 1, 1)])
     assert isinstance(again.error, topics.TopicExistsError)
     assert node.image.topics["a"].partition_count == 600
     node.close()

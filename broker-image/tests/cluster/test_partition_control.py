@@ -18,6 +18,7 @@ from strom.cluster import (
     leader_election,
     loader,
     metadata_log,
+    topic_requests,
 )
 from strom.cluster import image as images
 from strom.config import broker as broker_config
@@ -65,7 +66,7 @@ class Cluster:
         """A topic with these replicas, every replica in the ISR (a new topic's
         replicas are all in sync: nothing is written yet)."""
         (created,) = await self.controller.create_topics(
-            [controller.NewTopic(name, assignments=assignments)]
+            [topic_requests.NewTopic(name, assignments=assignments)]
         )
         assert created.error is None and created.topic_id is not None
         for index, replicas in enumerate(assignments):

@@ -23,6 +23,7 @@ from strom.cluster import (
     reassignments,
     records,
     snapshots,
+    topic_requests,
 )
 from strom.cluster import image as images
 from strom.config import broker as broker_config
@@ -59,7 +60,7 @@ class Cluster:
 
     async def topic(self, name: str, *assignments: tuple[int, ...]) -> None:
         (created,) = await self.controller.create_topics(
-            [controller.NewTopic(name, assignments=assignments)]
+            [topic_requests.NewTopic(name, assignments=assignments)]
         )
         assert created.error is None
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from kio.index import load_response_schema
 from kio.serial import entity_reader
-from strom.cluster import controller
+from strom.cluster import topic_requests
 from strom.config import broker as broker_config
 from strom.protocol import apis, outbound
 from strom.server import broker as broker_module
@@ -35,7 +35,7 @@ async def create_topic(
     broker: broker_module.Broker, name: str, partitions: int, configs: dict[str, str] | None = None
 ) -> None:
     (outcome,) = await broker.controller.create_topics(
-        [controller.NewTopic(name, partitions, 1, configs=configs or {})]
+        [topic_requests.NewTopic(name, partitions, 1, configs=configs or {})]
     )
     assert outcome.error is None, outcome.error
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from broker_calls import call
 from kio.schema.errors import ErrorCode
-from strom.cluster import controller
+from strom.cluster import topic_requests
 from strom.protocol import apis
 from strom.server import broker as broker_module
 
@@ -98,7 +98,7 @@ async def test_alter_partition_commits_a_good_change_and_refuses_a_stale_one(
     epoch = await _join(broker, broker.node_id)
     await _join(broker, OTHER)
     (created,) = await broker.controller.create_topics(
-        [controller.NewTopic("shared", assignments=((broker.node_id, OTHER),))]
+        [topic_requests.NewTopic("shared", assignments=((broker.node_id, OTHER),))]
     )
     assert created.error is None and created.topic_id is not None
 

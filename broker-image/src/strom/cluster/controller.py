@@ -23,16 +23,18 @@ from dataclasses import dataclass, field
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i8, i32, i64
+from kio.static.primitive import i32, i64
 
 from strom.cluster import (
     broker_sessions,
+    config_records,
     isr_changes,
     leader_election,
     metadata_log,
     placement,
     reassignments,
     records,
+    topic_requests,
     topics,
 )
 from strom.cluster import image as images
@@ -87,25 +89,6 @@ class LogPreparer(Protocol):
     async def abandon_logs(self, partitions: Sequence[PartitionKey]) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class NewTopic:
-    name: str
-    partitions: int = -1  # -1: num.partitions
-    replication_factor: int = -1  # -1: default.replication.factor
-    assignments: tuple[tuple[int, ...], ...] = ()  # explicit replicas per partition
-    configs: Mapping[str, str | None] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class TopicOutcome:
-    name: str
-    error: Exception | None = None  # topics.MetadataError or config_definitions.ConfigError
-    topic_id: uuid.UUID | None = None
-    partitions: int = -1
-    replication_factor: int = -1
-    configs: Mapping[str, str] = field(default_factory=dict)
-
-
 @dataclass(slots=True)
 class _Batch:
     """Records of one operation, and the partitions it adds on this node."""
@@ -151,35 +134,38 @@ class Controller:
 
     @_not_cancelled_midway
     async def create_topics(
-        self, wanted: Sequence[NewTopic], *, validate_only: bool = False
-    ) -> list[TopicOutcome]:
+        self, wanted: Sequence[topic_requests.NewTopic], *, validate_only: bool = False
+    ) -> list[topic_requests.TopicOutcome]:
         """One outcome per topic, in order; the valid ones are created together."""
         async with self._lock:
             config = self._config()
-            total = sum(_requested_count(topic, config) for topic in wanted)
+            total = sum(topic_requests.requested_count(topic, config) for topic in wanted)
             if total > MAX_PARTITIONS_PER_REQUEST:
                 refusal = topics.PolicyViolationError(EXCESSIVE_PARTITIONS)
-                return [TopicOutcome(topic.name, refusal) for topic in wanted]
+                return [topic_requests.TopicOutcome(topic.name, refusal) for topic in wanted]
             batch = _Batch()
-            outcomes: list[TopicOutcome] = []
+            outcomes: list[topic_requests.TopicOutcome] = []
             names_in_request: set[str] = set()
             hosted = self._partitions_hosted()
             for topic in wanted:
                 try:
                     outcome = self._plan_topic(topic, config, names_in_request, hosted, batch)
                 except (topics.MetadataError, config_definitions.ConfigError) as error:
-                    outcome = TopicOutcome(topic.name, error)
+                    outcome = topic_requests.TopicOutcome(topic.name, error)
                 else:
                     names_in_request.add(topic.name)
                     hosted += outcome.partitions
                 outcomes.append(outcome)
             if validate_only or not batch.entries:
-                return [outcome if outcome.error else _without_id(outcome) for outcome in outcomes]
+                return [
+                    outcome if outcome.error else topic_requests.without_id(outcome)
+                    for outcome in outcomes
+                ]
             try:
                 await self._commit(batch)
             except topics.MetadataError as error:
                 return [
-                    outcome if outcome.error else TopicOutcome(outcome.name, error)
+                    outcome if outcome.error else topic_requests.TopicOutcome(outcome.name, error)
                     for outcome in outcomes
                 ]
         for outcome in outcomes:
@@ -194,12 +180,12 @@ class Controller:
 
     def _plan_topic(
         self,
-        wanted: NewTopic,
+        wanted: topic_requests.NewTopic,
         config: broker_config.BrokerConfig,
         names_in_request: set[str],
         hosted: int,
         batch: _Batch,
-    ) -> TopicOutcome:
+    ) -> topic_requests.TopicOutcome:
         overrides = topic_config.validate_topic_configs(wanted.configs)
         self._check_new_name(wanted.name, names_in_request)
         replicas = self._replica_lists(wanted, config)
@@ -208,10 +194,10 @@ class Controller:
         batch.entries.append(records.TopicRecord(name=wanted.name, topic_id=topic_id))
         self._add_partitions(batch, wanted.name, topic_id, 0, replicas)
         batch.entries.extend(
-            _config_record(records.TOPIC_RESOURCE, wanted.name, key, value)
+            config_records.change(records.TOPIC_RESOURCE, wanted.name, key, value)
             for key, value in sorted(overrides.items())
         )
-        return TopicOutcome(
+        return topic_requests.TopicOutcome(
             wanted.name,
             None,
             topic_id,
@@ -232,7 +218,7 @@ class Controller:
                 )
 
     def _replica_lists(
-        self, wanted: NewTopic, config: broker_config.BrokerConfig
+        self, wanted: topic_requests.NewTopic, config: broker_config.BrokerConfig
     ) -> list[tuple[int, ...]]:
         if wanted.assignments:
             if wanted.partitions != -1 or wanted.replication_factor != -1:
@@ -399,7 +385,11 @@ class Controller:
             if existing is None:
                 raise topics.UnknownTopicError(f"The topic '{name}' does not exist.")
             await self._commit(
-                _Batch(_config_changes(records.TOPIC_RESOURCE, name, existing.configs, overrides))
+                _Batch(
+                    config_records.changes(
+                        records.TOPIC_RESOURCE, name, existing.configs, overrides
+                    )
+                )
             )
         log.info("altered configs of topic %s: %s", name, dict(overrides) or "none")
 
@@ -409,7 +399,9 @@ class Controller:
         async with self._lock:
             stored = self.image.broker_configs.get(resource_name, {})
             await self._commit(
-                _Batch(_config_changes(records.BROKER_RESOURCE, resource_name, stored, layer))
+                _Batch(
+                    config_records.changes(records.BROKER_RESOURCE, resource_name, stored, layer)
+                )
             )
         which = "cluster-wide default" if resource_name == "" else f"broker {resource_name}"
         log.info("altered dynamic %s configs: %s", which, dict(layer) or "none")
@@ -483,32 +475,13 @@ class Controller:
     ) -> list[records.PartitionChangeRecord]:
         """New partition leaders for brokers being fenced or unfenced by ``changes``, or
         ``leaving`` in a controlled shutdown (Kafka treats both alike)."""
-        fenced = {int(c.id) for c in changes if isinstance(c, records.FenceBrokerRecord)}
-        fenced |= leaving
-        others = [b for b in self.image.brokers.values() if b.is_active and b.node_id not in fenced]
-        allowed: dict[str, bool] = {}  # unclean.leader.election.enable, per topic
+        config = self._config()
 
         def unclean(topic: images.TopicImage) -> bool:
-            if topic.name not in allowed:
-                config = topic_config.effective_topic_config(self._config(), topic.configs)
-                allowed[topic.name] = bool(config.value("unclean.leader.election.enable"))
-            return allowed[topic.name]
+            effective = topic_config.effective_topic_config(config, topic.configs)
+            return bool(effective.value("unclean.leader.election.enable"))
 
-        elected = []
-        # With no other live broker nothing can be elected: a single node that stops
-        # keeps its leaderships rather than writing every partition offline and back.
-        if fenced and others:
-            elected = leader_election.after_fencing(self.image, fenced, unclean)
-        for change in changes:
-            if isinstance(change, records.UnfenceBrokerRecord):
-                elected += leader_election.after_unfencing(self.image, int(change.id), unclean)
-        for name in sorted(name for name, yes in allowed.items() if yes):
-            log.warning(
-                "unclean leader election allowed for %s: a replica that was not in sync may"
-                " lead, and the records it had not replicated are lost",
-                name,
-            )
-        return elected
+        return leader_election.for_broker_changes(self.image, changes, leaving, unclean)
 
     # Partitions: ISR changes and elections ------------------------------------------
 
@@ -635,40 +608,3 @@ def _broker_change(change: records.MetadataRecord) -> str:
     if isinstance(change, records.BrokerRegistrationChangeRecord):
         return "in controlled shutdown"
     return type(change).__name__.removesuffix("BrokerRecord").lower() + "d"
-
-
-def _requested_count(topic: NewTopic, config: broker_config.BrokerConfig) -> int:
-    if topic.assignments:
-        return len(topic.assignments)
-    return config.num_partitions if topic.partitions == -1 else max(topic.partitions, 0)
-
-
-def _without_id(outcome: TopicOutcome) -> TopicOutcome:
-    """validate_only: what would be created, with no topic id (Kafka answers a zero id)."""
-    return TopicOutcome(
-        outcome.name, None, None, outcome.partitions, outcome.replication_factor, outcome.configs
-    )
-
-
-def _config_record(
-    resource_type: int, resource_name: str, name: str, value: str | None
-) -> records.ConfigRecord:
-    return records.ConfigRecord(
-        resource_type=i8(resource_type), resource_name=resource_name, name=name, value=value
-    )
-
-
-def _config_changes(
-    resource_type: int, resource_name: str, before: Mapping[str, str], after: Mapping[str, str]
-) -> list[records.MetadataRecord]:
-    changes: list[records.MetadataRecord] = [
-        _config_record(resource_type, resource_name, key, value)
-        for key, value in sorted(after.items())
-        if before.get(key) != value
-    ]
-    changes.extend(
-        _config_record(resource_type, resource_name, key, None)
-        for key in sorted(before)
-        if key not in after
-    )
-    return changes

@@ -18,6 +18,7 @@ Pure functions of the image, returning PartitionChangeRecords for the controller
 from __future__ import annotations
 
 import enum
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 
 from kio.schema.errors import ErrorCode
@@ -25,6 +26,8 @@ from kio.static.primitive import i32
 
 from strom.cluster import image as images
 from strom.cluster import records
+
+log = logging.getLogger(__name__)
 
 NO_LEADER = -1
 _UNCHANGED = -2
@@ -209,3 +212,37 @@ def _change(
         isr=None if isr == partition.isr else tuple(i32(r) for r in isr),
         leader=i32(_UNCHANGED if leader == partition.leader else leader),
     )
+
+
+def for_broker_changes(
+    image: images.MetadataImage,
+    changes: Sequence[records.MetadataRecord],
+    leaving: Set[int],
+    unclean: Unclean = _never,
+) -> list[records.PartitionChangeRecord]:
+    """The elections that brokers fenced or unfenced by ``changes``, or ``leaving`` in a
+    controlled shutdown, call for. With no other active broker nothing can be elected: a
+    single node that stops keeps its leaderships rather than writing every partition
+    offline and back. Topics where ``unclean`` allowed an unclean choice are warned of."""
+    fenced = {int(c.id) for c in changes if isinstance(c, records.FenceBrokerRecord)} | leaving
+    others = [b for b in image.brokers.values() if b.is_active and b.node_id not in fenced]
+    allowed: dict[str, bool] = {}
+
+    def remembered(topic: images.TopicImage) -> bool:
+        if topic.name not in allowed:
+            allowed[topic.name] = unclean(topic)
+        return allowed[topic.name]
+
+    elected = []
+    if fenced and others:
+        elected = after_fencing(image, fenced, remembered)
+    for change in changes:
+        if isinstance(change, records.UnfenceBrokerRecord):
+            elected += after_unfencing(image, int(change.id), remembered)
+    for name in sorted(name for name, yes in allowed.items() if yes):
+        log.warning(
+            "unclean leader election allowed for %s: a replica that was not in sync may"
+            " lead, and the records it had not replicated are lost",
+            name,
+        )
+    return elected

@@ -21,7 +21,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from strom.clock import Clock
-from strom.cluster import controller, controller_channel, isr_changes, topics
+from strom.cluster import controller, controller_channel, isr_changes, topic_requests, topics
 from strom.cluster import delta as deltas
 from strom.cluster import image as images
 from strom.cluster import loader as loaders
@@ -88,8 +88,8 @@ class ClusterControl:
         return self._remote is None or self._remote.is_local()
 
     async def create_topics(
-        self, wanted: Sequence[controller.NewTopic]
-    ) -> list[controller.TopicOutcome]:
+        self, wanted: Sequence[topic_requests.NewTopic]
+    ) -> list[topic_requests.TopicOutcome]:
         if self._is_local() or self._remote is None:
             return await self._local.create_topics(wanted)
         response = await self._remote.forward(_create_topics_request(wanted))
@@ -117,7 +117,7 @@ class ClusterControl:
         return await self._remote.alter_partition(broker_id, broker_epoch, changes)
 
 
-def _create_topics_request(wanted: Sequence[controller.NewTopic]) -> Any:
+def _create_topics_request(wanted: Sequence[topic_requests.NewTopic]) -> Any:
     return outbound.Draft(
         CREATE_TOPICS,
         {
@@ -142,11 +142,11 @@ def _create_topics_request(wanted: Sequence[controller.NewTopic]) -> Any:
     ).at(7)
 
 
-def _outcome(entry: Any) -> controller.TopicOutcome:
+def _outcome(entry: Any) -> topic_requests.TopicOutcome:
     code = ErrorCode(entry.error_code)
     name = str(entry.name)
     if code == ErrorCode.none:
-        return controller.TopicOutcome(
+        return topic_requests.TopicOutcome(
             name,
             topic_id=entry.topic_id,
             partitions=int(entry.num_partitions),
@@ -158,4 +158,4 @@ def _outcome(entry: Any) -> controller.TopicOutcome:
         error = config_definitions.ConfigError(message)
     else:
         error = _ERRORS.get(code, topics.MetadataError)(message)
-    return controller.TopicOutcome(name, error)
+    return topic_requests.TopicOutcome(name, error)

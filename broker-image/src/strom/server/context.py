@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from strom.clock import Clock
-from strom.cluster import config_cache, controller, loader, quorum, topics
+from strom.cluster import config_cache, controller, loader, quorum, topic_requests, topics
 from strom.cluster import image as images
 from strom.config import broker as broker_config
 from strom.coordinator import groups as group_coordinator
@@ -176,7 +176,7 @@ class OffsetsTopic:
         partitions, replication_factor, segment_bytes = self._settings
         (outcome,) = await self._controller.create_topics(
             [
-                controller.NewTopic(
+                topic_requests.NewTopic(
                     topics.OFFSETS_TOPIC,
                     partitions,
                     replication_factor,

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.cluster import controller, topics
 from strom.cluster import image as images
+from strom.cluster import topic_requests, topics
 from strom.protocol import apis, shaping
 from strom.server import context
 
@@ -156,7 +156,7 @@ async def _auto_create(
             creatable.append(name)
     if creatable:
         outcomes = await broker.cluster_control.create_topics(
-            [controller.NewTopic(name) for name in creatable]
+            [topic_requests.NewTopic(name) for name in creatable]
         )
         for outcome in outcomes:
             if outcome.error is None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.cluster import controller, topics
+from strom.cluster import topic_requests, topics
 from strom.config import definitions as config_definitions
 from strom.protocol import apis, shaping
 from strom.server import context
@@ -50,7 +50,7 @@ async def handle_create_topics(
     counts = collections.Counter(str(t.name) for t in body.topics)
     duplicates = {name for name, count in counts.items() if count > 1}
     wanted = [
-        controller.NewTopic(
+        topic_requests.NewTopic(
             name=str(topic.name),
             partitions=int(topic.num_partitions),
             replication_factor=int(topic.replication_factor),
