@@ -3,8 +3,12 @@ config throttles on a broker, and a quota that follows kafka-configs.sh changes 
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from kio.static.primitive import i8
@@ -12,7 +16,10 @@ from strom.cluster import config_cache, loader, records
 from strom.cluster import image as images
 from strom.config import broker as broker_config
 from strom.config import definitions, topics
-from strom.replication import quotas
+from strom.records import batches
+from strom.replication import fetcher, quotas
+from strom.replication import partition as partitions
+from strom.storage import log_config, partition_log
 
 
 def test_a_first_burst_is_measured_over_one_sample_not_over_no_time() -> None:
@@ -81,7 +88,7 @@ class StillClock:
         return self.now
 
     async def sleep(self, seconds: float) -> None:
-        raise AssertionError("nothing here sleeps")
+        await asyncio.sleep(0)  # time moves only when the test moves it
 
 
 class Node:
@@ -149,3 +156,83 @@ def test_a_wildcard_throttles_every_partition_of_the_topic(tmp_path: Path) -> No
     assert follower.should_throttle("moving", 5, in_sync=False)
     assert not follower.is_throttled("other", 0)
     assert follower.byte_rate() == 100.0
+
+
+class ScriptedLeader:
+    """Broker 1 at the other end of the fetcher's channel: it answers every partition asked
+    for with two 1 000-byte records at the fetch offset, and a high watermark far ahead
+    (the follower stays behind), and notes which partitions each fetch named."""
+
+    def __init__(self) -> None:
+        self.fetches: list[set[tuple[str, int]]] = []
+        self.fetched = asyncio.Event()
+
+    async def send(self, node_id: int, request: Any, **_: Any) -> Any:
+        await asyncio.sleep(0)
+        asked = set()
+        topics = []
+        for topic in request.fields["topics"]:
+            answers = []
+            for wanted in topic["partitions"]:
+                asked.add((topic["topic"], wanted["partition"]))
+                offset = wanted["fetch_offset"]
+                records = batches.build_batch(
+                    [(None, b"x" * 1000, [], 0)] * 2, base_offset=offset, partition_leader_epoch=0
+                )
+                answers.append(
+                    SimpleNamespace(
+                        partition_index=wanted["partition"],
+                        error_code=0,
+                        diverging_epoch=None,
+                        high_watermark=offset + 1000,
+                        records=records,
+                    )
+                )
+            topics.append(SimpleNamespace(topic=topic["topic"], partitions=answers))
+        self.fetches.append(asked)
+        self.fetched.set()
+        return SimpleNamespace(error_code=0, responses=topics)
+
+    async def close(self) -> None:
+        pass
+
+    async def wait_for(self, done: Callable[[list[set[tuple[str, int]]]], bool]) -> None:
+        async with asyncio.timeout(5):
+            while not done(self.fetches):
+                self.fetched.clear()
+                await self.fetched.wait()
+
+
+async def test_a_follower_over_its_quota_leaves_throttled_partitions_out_of_its_fetches(
+    tmp_path: Path,
+) -> None:
+    node = Node(tmp_path)
+    node.commit(records.TopicRecord(name="steady", topic_id=uuid.uuid4()))
+    node.set(records.TOPIC_RESOURCE, "moving", "follower.replication.throttled.replicas", "0:2")
+    node.set(records.BROKER_RESOURCE, "2", "follower.replication.throttled.rate", "1000")
+    leader = ScriptedLeader()
+    settings = fetcher.FetchSettings(backoff_ms=0)
+    fetchers = fetcher.Fetchers(2, lambda: 1, leader, settings, node.clock, node.quotas.follower)
+    logs = []
+    try:
+        for topic in ("moving", "steady"):
+            log = partition_log.PartitionLog.open(
+                tmp_path / f"{topic}-0", log_config.LogConfig(), lambda: 0
+            )
+            logs.append(log)
+            at = images.PartitionImage(0, (1, 2), (1,), leader=1, leader_epoch=0, partition_epoch=0)
+            followed = partitions.Partition(topic, 0, log, 2, at)
+            fetchers.follow(followed)
+        # The first fetch asks for both (nothing recorded yet); 2 000 bytes of "moving"
+        # put the follower over 1 000 B/s, so the next ones ask for "steady" alone.
+        await leader.wait_for(lambda fetches: len(fetches) >= 3)
+        assert leader.fetches[0] == {("moving", 0), ("steady", 0)}
+        assert leader.fetches[1:3] == [{("steady", 0)}] * 2
+        assert node.quotas.follower.bytes_total > 2000
+
+        node.clock.now += 60  # what it fetched has left the quota window
+        await leader.wait_for(lambda fetches: ("moving", 0) in fetches[-1])
+    finally:
+        await fetchers.close()
+        for log in logs:
+            log.close()
