@@ -301,6 +301,21 @@ def _check_host_ports(value: ConfigValue) -> str | None:
     return None
 
 
+_THROTTLED_REPLICA = re.compile(r"[0-9]+:[0-9]+")
+
+
+def check_throttled_replicas(value: ConfigValue) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: `*`, or partition:broker entries."""
+    assert isinstance(value, tuple)
+    entries = [entry.strip() for entry in value]
+    if entries == ["*"] or all(not e or _THROTTLED_REPLICA.fullmatch(e) for e in entries):
+        return None
+    return (
+        "must be the literal '*' or a list of replicas in the following format: "
+        "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    )
+
+
 def _check_metrics_listener(value: ConfigValue) -> str | None:
     assert isinstance(value, str)
     if value and (not value.startswith("http://") or parse_host_port(value[7:]) is None):
@@ -454,8 +469,10 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("replica.fetch.backoff.ms", _I, "1000", "How long a follower waits before fetching again after an error.", AtLeast(0)),
     ConfigDef("num.replica.fetchers", _I, "1", "Fetcher threads per source broker." + _IGNORED, dynamic=True, ignored=True),
     # kafka-reassign-partitions.sh sets (--throttle) and always clears (--verify) these
-    ConfigDef("leader.replication.throttled.rate", _L, str(LONG_MAX), "Bytes per second a leader may send to throttled replicas (leader.replication.throttled.replicas)." + _IGNORED, AtLeast(0), dynamic=True, ignored=True),
-    ConfigDef("follower.replication.throttled.rate", _L, str(LONG_MAX), "Bytes per second a follower may fetch for throttled replicas (follower.replication.throttled.replicas)." + _IGNORED, AtLeast(0), dynamic=True, ignored=True),
+    ConfigDef("leader.replication.throttled.rate", _L, str(LONG_MAX), "Bytes per second a leader may send to throttled replicas (leader.replication.throttled.replicas) that are not in sync; over it, their fetches get no records until the rate falls.", AtLeast(0), dynamic=True),
+    ConfigDef("follower.replication.throttled.rate", _L, str(LONG_MAX), "Bytes per second a follower may fetch for throttled replicas (follower.replication.throttled.replicas) that are not in sync; over it, they are left out of its fetches until the rate falls.", AtLeast(0), dynamic=True),
+    ConfigDef("replication.quota.window.num", _I, "11", "Samples the replication quotas' rates are measured over.", AtLeast(1)),
+    ConfigDef("replication.quota.window.size.seconds", _I, "1", "Length of one sample of the replication quotas' rates, in seconds.", AtLeast(1)),
     ConfigDef("replica.alter.log.dirs.io.max.bytes.per.second", _L, str(LONG_MAX), "Bytes per second a replica moving between log dirs may copy." + _IGNORED, AtLeast(0), dynamic=True, ignored=True),
     # --- network
     ConfigDef("message.max.bytes", _I, "1048588", "Largest record batch size the broker accepts.", AtLeast(0), dynamic=True),
@@ -543,8 +560,8 @@ TOPIC_CONFIGS: Mapping[str, ConfigDef] = _table(
     _t("file.delete.delay.ms", _L, "60000", "Time to wait before deleting a file from the filesystem.", AtLeast(0), ("log.segment.delete.delay.ms",)),
     _t("flush.messages", _L, str(LONG_MAX), "Messages written before an fsync is forced.", AtLeast(1), ("log.flush.interval.messages",)),
     _t("flush.ms", _L, str(LONG_MAX), "Time after which an fsync is forced.", AtLeast(0), ("log.flush.interval.ms", "log.flush.scheduler.interval.ms")),
-    _t("follower.replication.throttled.replicas", _LI, "", "Replicas throttled on the follower side (partition:broker entries or *)."),
-    _t("leader.replication.throttled.replicas", _LI, "", "Replicas throttled on the leader side (partition:broker entries or *)."),
+    _t("follower.replication.throttled.replicas", _LI, "", "Replicas throttled on the follower side: partition:broker entries (the broker fetching), or * for all; see follower.replication.throttled.rate.", Custom(check_throttled_replicas)),
+    _t("leader.replication.throttled.replicas", _LI, "", "Replicas throttled on the leader side: partition:broker entries (the broker leading), or * for all; see leader.replication.throttled.rate.", Custom(check_throttled_replicas)),
     _t("index.interval.bytes", _I, "4096", "Bytes of log between entries of the offset index.", AtLeast(0), ("log.index.interval.bytes",)),
     _t("max.compaction.lag.ms", _L, str(LONG_MAX), "Maximum time a message stays ineligible for compaction.", AtLeast(1), ("log.cleaner.max.compaction.lag.ms",)),
     _t("max.message.bytes", _I, "1048588", "Largest record batch size the topic accepts.", AtLeast(0), ("message.max.bytes",)),

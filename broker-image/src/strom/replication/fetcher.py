@@ -8,6 +8,10 @@ where the leader says our log diverges, and starts over at the leader's log star
 ours ends below it. The leader learns from each fetch where our log ends: that is what
 moves its high watermark and keeps us in its ISR.
 
+A partition the follower replication quota throttles (quotas.py) is left out of the
+fetches while the quota is exceeded, unless it has caught up (Kafka's
+shouldFollowerThrottle); its bytes count against the quota as they arrive.
+
 `Fetchers` keeps one fetcher per leader and moves partitions between them as leaders
 change.
 """
@@ -30,6 +34,7 @@ from strom.network import errors as network_errors
 from strom.protocol import outbound
 from strom.records import batches
 from strom.replication import partition as partitions
+from strom.replication import quotas
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +59,7 @@ class _Followed:
     partition: partitions.Partition
     delayed_until: float = 0.0  # after an error: not fetched before
     lag: int = 0  # offsets behind the leader's high watermark, at the last fetch
+    caught_up: bool = False  # no lag at the last fetch: never held back by the quota
 
 
 class ReplicaFetcher:
@@ -67,6 +73,7 @@ class ReplicaFetcher:
         channel: channels.Channel,
         settings: FetchSettings,
         clock: Clock,
+        quota: quotas.ReplicationQuota | None = None,
     ) -> None:
         self.node_id = node_id
         self._broker_epoch = broker_epoch
@@ -74,6 +81,7 @@ class ReplicaFetcher:
         self._channel = channel
         self._settings = settings
         self._clock = clock
+        self._quota = quota
         self._partitions: dict[PartitionKey, _Followed] = {}
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -116,10 +124,17 @@ class ReplicaFetcher:
 
     async def _fetch_once(self) -> None:
         now = self._clock.monotonic()
-        ready = [f for f in self._partitions.values() if f.delayed_until <= now]
+        due = [f for f in self._partitions.values() if f.delayed_until <= now]
+        ready = [f for f in due if not self._held_back(f)]
         if not ready:
             self._changed.clear()
-            wake_at = min((f.delayed_until for f in self._partitions.values()), default=None)
+            wake_at = min(
+                (f.delayed_until for f in self._partitions.values() if f.delayed_until > now),
+                default=None,
+            )
+            if due:  # all held back by the quota: look again after a backoff, as Kafka does
+                retry_at = now + self._settings.backoff_ms / 1000
+                wake_at = retry_at if wake_at is None else min(wake_at, retry_at)
             timeout = None if wake_at is None else max(wake_at - now, 0.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), timeout)
@@ -204,9 +219,13 @@ class ReplicaFetcher:
             if diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0):
                 partition.truncate_diverging(int(diverging.epoch), int(diverging.end_offset))
                 return
+            records = answer.records or b""
             try:
-                partition.append_as_follower(answer.records or b"", int(answer.high_watermark))
+                partition.append_as_follower(records, int(answer.high_watermark))
                 followed.lag = max(int(answer.high_watermark) - partition.log_end_offset, 0)
+                followed.caught_up = followed.lag == 0
+                if self._quota is not None and self._quota.is_throttled(*self._key(followed)):
+                    self._quota.record(len(records))
             except (batches.RecordsError, OSError) as failure:
                 log.error(
                     "%s: cannot append what leader %d sent: %s", partition, self.source, failure
@@ -238,6 +257,15 @@ class ReplicaFetcher:
             # committed, then on from there.
             partition.truncate_to(leader_high_watermark)
 
+    def _held_back(self, followed: _Followed) -> bool:
+        return self._quota is not None and self._quota.should_throttle(
+            *self._key(followed), in_sync=followed.caught_up
+        )
+
+    @staticmethod
+    def _key(followed: _Followed) -> PartitionKey:
+        return followed.partition.topic, followed.partition.index
+
     def _delay(self, followed: _Followed) -> None:
         followed.delayed_until = self._clock.monotonic() + self._settings.backoff_ms / 1000
 
@@ -252,12 +280,14 @@ class Fetchers:
         channel: channels.Channel,
         settings: FetchSettings,
         clock: Clock,
+        quota: quotas.ReplicationQuota | None = None,
     ) -> None:
         self._node_id = node_id
         self._broker_epoch = broker_epoch
         self._channel = channel
         self._settings = settings
         self._clock = clock
+        self._quota = quota
         self._fetchers: dict[int, ReplicaFetcher] = {}
         self._source_of: dict[PartitionKey, int] = {}
 
@@ -280,6 +310,7 @@ class Fetchers:
                 self._channel,
                 self._settings,
                 self._clock,
+                self._quota,
             )
             self._fetchers[leader] = fetcher
         fetcher.add(partition)

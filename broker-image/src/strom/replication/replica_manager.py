@@ -22,6 +22,7 @@ from strom.records import batches
 from strom.replication import fetcher
 from strom.replication import isr_updates as isr_updates_module
 from strom.replication import partition as partitions
+from strom.replication import quotas as quotas_module
 from strom.storage import cleaner, log_manager, partition_log
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,13 @@ class ReplicaManager:
         *,
         fetchers: fetcher.Fetchers | None = None,
         isr_updates: isr_updates_module.IsrUpdates | None = None,
+        quotas: quotas_module.ReplicationQuotas | None = None,
     ) -> None:
         self.node_id = node_id
+        # the replication quotas (the fetch handler applies the leader's)
+        self.quotas = quotas or quotas_module.ReplicationQuotas.from_configs(
+            node_id, configs, clock
+        )
         self.fetchers = fetchers
         self.isr_updates = isr_updates
         self.logs = log_manager.LogManager(log_dirs, now_ms=clock.time_ms)

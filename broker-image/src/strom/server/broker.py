@@ -36,7 +36,7 @@ from strom.coordinator import offsets_log, producer_ids
 from strom.network import channel as channels
 from strom.protocol import apis
 from strom.records import batches
-from strom.replication import fetcher, isr_updates, replica_manager
+from strom.replication import fetcher, isr_updates, quotas, replica_manager
 from strom.server import (
     cluster_control,
     context,
@@ -84,6 +84,9 @@ class Broker:
             directory_id=identity.ensure_directory_id(log_dir),
         )
         self.configs = config_cache.ConfigCache(config, lambda: self.metadata.image)
+        self.replication_quotas = quotas.ReplicationQuotas.from_configs(
+            config.node_id, self.configs, self.clock
+        )
         self.fetchers = fetcher.Fetchers(
             config.node_id,
             lambda: -1 if self.lifecycle is None else (self.lifecycle.broker_epoch or -1),
@@ -94,6 +97,7 @@ class Broker:
             ),
             _fetch_settings(config),
             self.clock,
+            quota=self.replication_quotas.follower,
         )
         self.replicas = replica_manager.ReplicaManager(
             config.node_id,
@@ -103,6 +107,7 @@ class Broker:
             on_storage_error=self._count_storage_error,
             fetchers=self.fetchers,
             isr_updates=isr_updates.IsrUpdates(self._alter_isr, self.clock),
+            quotas=self.replication_quotas,
         )
         self.controller = controller.Controller(
             config.node_id,
@@ -188,6 +193,7 @@ class Broker:
         self.metrics.watch_logs(self._log_rows)
         self.metrics.watch_groups(self._group_rows)
         self.metrics.watch_replication(self._replication_counts)
+        self.metrics.watch_replication_quotas(self._quota_readings)
 
     @property
     def config(self) -> broker_config.BrokerConfig:
@@ -297,6 +303,12 @@ class Broker:
             isr_expands=0 if updates is None else updates.expands,
             max_follower_lag=self.fetchers.max_lag(),
         )
+
+    def _quota_readings(self) -> list[broker_metrics.QuotaReading]:
+        return [
+            broker_metrics.QuotaReading(quota.side, quota.byte_rate(), quota.bytes_total)
+            for quota in (self.replication_quotas.leader, self.replication_quotas.follower)
+        ]
 
     def _log_rows(self) -> list[tuple[str, int, int, int, int, int]]:
         return [

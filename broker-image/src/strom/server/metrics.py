@@ -109,6 +109,41 @@ class BrokerMetrics:
         """Register a scrape-time view of this broker's partitions and the cluster's."""
         self.registry.register(_ReplicationCollector(counts))
 
+    def watch_replication_quotas(self, readings: Callable[[], Iterable[QuotaReading]]) -> None:
+        """Register a scrape-time view of the leader and follower replication quotas."""
+        self.registry.register(_QuotaCollector(readings))
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaReading:
+    side: str  # leader or follower
+    byte_rate: float  # bytes/s of throttled partitions over the quota window
+    bytes_total: int  # bytes of throttled partitions replicated since start
+
+
+class _QuotaCollector(Collector):
+    def __init__(self, readings: Callable[[], Iterable[QuotaReading]]) -> None:
+        self._readings = readings
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        rate = GaugeMetricFamily(
+            "strom_replication_throttled_byte_rate",
+            "Bytes per second replicated for throttled replicas over the quota window, by "
+            "side (kafka.server:type=LeaderReplication,name=byte-rate and "
+            "type=FollowerReplication)",
+            labels=["side"],
+        )
+        total = CounterMetricFamily(
+            "strom_replication_throttled_bytes",
+            "Bytes replicated for throttled replicas, by side (counted against "
+            "leader/follower.replication.throttled.rate)",
+            labels=["side"],
+        )
+        for reading in self._readings():
+            rate.add_metric([reading.side], reading.byte_rate)
+            total.add_metric([reading.side], reading.bytes_total)
+        yield from (rate, total)
+
 
 @dataclass(frozen=True, slots=True)
 class ReplicationCounts:

@@ -70,7 +70,7 @@ async def handle_fetch(
     )
     replica_id = _replica_id(body)
     while True:
-        responses, total_bytes, has_error = _read_all(
+        responses, total_bytes, has_error, throttled_bytes = _read_all(
             broker, wanted, int(body.max_bytes), isolation, replica_id
         )
         remaining = deadline - broker.clock.monotonic()
@@ -86,6 +86,10 @@ async def handle_fetch(
         finally:
             partitions.release(waiting, waiter)
             waiter.cancel()
+    if replica_id >= 0:
+        # What a follower is sent of throttled partitions counts against the leader's
+        # replication quota (Kafka records it as the response is made).
+        broker.replicas.quotas.leader.record(throttled_bytes)
     return shaping.build(
         response_type,
         {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses},
@@ -135,15 +139,21 @@ def _read_all(
     response_max_bytes: int,
     isolation: outcomes.Isolation,
     replica_id: int,
-) -> tuple[list[dict[str, Any]], int, bool]:
+) -> tuple[list[dict[str, Any]], int, bool, int]:
+    """The partitions' answers by topic, their record bytes, whether any has an error,
+    and the record bytes of partitions the leader replication quota throttles."""
     by_topic: dict[tuple[str | None, uuid.UUID | None], list[dict[str, Any]]] = {}
-    total = 0
+    total = throttled = 0
+    quota = broker.replicas.quotas.leader
     has_error = False  # or a follower to truncate: answered at once either way
     for item in wanted:
         result = _read_partition(
             broker, item, response_max_bytes - total, total == 0, isolation, replica_id
         )
-        total += len(result["records"])
+        size = len(result["records"])
+        total += size
+        if size and replica_id >= 0 and quota.is_throttled(item.topic or "", item.index):
+            throttled += size
         has_error = has_error or "diverging_epoch" in result
         if result["error_code"] != ErrorCode.none:
             has_error = True
@@ -153,7 +163,7 @@ def _read_all(
         {"topic": name or "", "topic_id": topic_id or context.ZERO_UUID, "partitions": parts}
         for (name, topic_id), parts in by_topic.items()
     ]
-    return responses, total, has_error
+    return responses, total, has_error, throttled
 
 
 def _read_partition(
@@ -180,10 +190,17 @@ def _read_partition(
             ErrorCode.unknown_topic_id if item.unknown_id else ErrorCode.unknown_topic_or_partition
         )
         return result
+    max_bytes = min(item.max_bytes, bytes_left)
+    if replica_id >= 0 and broker.replicas.quotas.leader.should_throttle(
+        partition.topic, partition.index, in_sync=replica_id in partition.isr
+    ):
+        # Over the leader's replication quota: no records for this follower now (it asks
+        # again), but the fetch still tells us where its log ends.
+        max_bytes, first = 0, False
     # KIP-74: only the first partition with data may exceed the limits, by one batch.
     read = partition.read(
         item.fetch_offset,
-        min(item.max_bytes, bytes_left),
+        max_bytes,
         isolation=isolation,
         current_leader_epoch=item.current_leader_epoch,
         follower=(
