@@ -194,3 +194,23 @@ def test_a_replica_that_is_not_the_leader_refuses_clients(log: partition_log.Par
     assert append(follower, batch(b"a")).error is outcomes.AppendError.NOT_LEADER
     assert follower.read(0, 100).error is outcomes.ReadError.NOT_LEADER
     assert follower.list_offset(outcomes.EARLIEST).error is outcomes.ReadError.NOT_LEADER
+
+
+def test_a_replica_judges_the_leader_epoch_before_its_leadership(
+    log: partition_log.PartitionLog,
+) -> None:
+    """Kafka's order: a client naming a newer epoch than this follower knows hears
+    UNKNOWN_LEADER_EPOCH (wait for metadata), an older one FENCED_LEADER_EPOCH."""
+    state = images.PartitionImage(0, (2, 1), (2, 1), leader=2, leader_epoch=4, partition_epoch=0)
+    follower = partitions.Partition("t", 0, log, 1, state)
+    assert (
+        follower.read(0, 100, current_leader_epoch=5).error
+        is outcomes.ReadError.UNKNOWN_LEADER_EPOCH
+    )
+    assert (
+        follower.read(0, 100, current_leader_epoch=3).error
+        is outcomes.ReadError.FENCED_LEADER_EPOCH
+    )
+    assert follower.read(0, 100, current_leader_epoch=4).error is outcomes.ReadError.NOT_LEADER
+    listed = follower.list_offset(outcomes.LATEST, 5)
+    assert listed.error is outcomes.ReadError.UNKNOWN_LEADER_EPOCH

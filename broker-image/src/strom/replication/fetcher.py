@@ -39,6 +39,8 @@ from strom.replication import quotas
 log = logging.getLogger(__name__)
 
 FETCH = 1
+# How soon a partition is fetched again from a leader that is behind on its epoch.
+SOON_MS = 50
 PartitionKey = tuple[str, int]
 
 
@@ -236,9 +238,11 @@ class ReplicaFetcher:
             self._out_of_range(partition, int(answer.log_start_offset), int(answer.high_watermark))
             return
         # Not the leader (yet), an epoch one of us has not seen yet, an unknown topic: the
-        # metadata will catch up; until then fetch this partition less often.
+        # metadata will catch up; until then fetch this partition less often. A leader that
+        # has not seen our newer epoch yet (a failover under way) learns it within moments,
+        # and the producers waiting on its high watermark wait for this fetch: soon again.
         log.debug("%s: leader %d answered %s", partition, self.source, error.name)
-        self._delay(followed)
+        self._delay(followed, soon=error == ErrorCode.unknown_leader_epoch)
 
     def _out_of_range(
         self, partition: partitions.Partition, leader_start: int, leader_high_watermark: int
@@ -266,8 +270,9 @@ class ReplicaFetcher:
     def _key(followed: _Followed) -> PartitionKey:
         return followed.partition.topic, followed.partition.index
 
-    def _delay(self, followed: _Followed) -> None:
-        followed.delayed_until = self._clock.monotonic() + self._settings.backoff_ms / 1000
+    def _delay(self, followed: _Followed, *, soon: bool = False) -> None:
+        backoff_ms = min(self._settings.backoff_ms, SOON_MS) if soon else self._settings.backoff_ms
+        followed.delayed_until = self._clock.monotonic() + backoff_ms / 1000
 
 
 class Fetchers:

@@ -416,8 +416,8 @@ class Partition:
         """Whole batches from `fetch_offset`; a consumer reads up to the high watermark, a
         follower to the log end (its fetch offset tells the leader where its log ends).
         KIP-74: with `min_one_batch` the first batch comes whatever its size."""
-        if not self.is_leader:
-            return ReadOutcome(ReadError.NOT_LEADER)
+        if not self.is_leader:  # the leader epoch is judged first, as Kafka does
+            return ReadOutcome(self.epoch_error(current_leader_epoch) or ReadError.NOT_LEADER)
         high_watermark = self.high_watermark
         # No transactions yet: the last stable offset is the high watermark.
         last_stable = high_watermark
@@ -467,7 +467,7 @@ class Partition:
         """ListOffsets: earliest (-2, -4), latest (-1), max timestamp (-3), by time (>= 0);
         tiered-storage specs (-5, -6) answer -1 as Kafka does without tiered storage."""
         if not self.is_leader:
-            return ListedOffset(ReadError.NOT_LEADER)
+            return ListedOffset(self.epoch_error(current_leader_epoch) or ReadError.NOT_LEADER)
         error = self.epoch_error(current_leader_epoch)
         if error is not None:
             return ListedOffset(error)
