@@ -226,8 +226,9 @@ class ReplicaFetcher:
                 partition.append_as_follower(records, int(answer.high_watermark))
                 followed.lag = max(int(answer.high_watermark) - partition.log_end_offset, 0)
                 followed.caught_up = followed.lag == 0
-                if self._quota is not None and self._quota.is_throttled(*self._key(followed)):
-                    self._quota.record(len(records))
+                quota = self._quota
+                if records and quota is not None and quota.is_throttled(*self._key(followed)):
+                    quota.record(len(records))
             except (batches.RecordsError, OSError) as failure:
                 log.error(
                     "%s: cannot append what leader %d sent: %s", partition, self.source, failure

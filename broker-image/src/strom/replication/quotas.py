@@ -115,13 +115,22 @@ class ReplicationQuota:
         partitions = throttled_partitions(value, self._node_id)
         return partitions is None or index in partitions
 
+    @property
+    def limited(self) -> bool:
+        """Whether a rate is set at all (without one nothing is held back)."""
+        return self.bound < definitions.LONG_MAX
+
     def is_exceeded(self) -> bool:
-        bound = self.bound
-        return bound < definitions.LONG_MAX and self.byte_rate() > bound
+        return self.limited and self.byte_rate() > self.bound
 
     def should_throttle(self, topic: str, index: int, in_sync: bool) -> bool:
         """Kafka's shouldLeaderThrottle / shouldFollowerThrottle."""
-        return not in_sync and self.is_throttled(topic, index) and self.is_exceeded()
+        return (
+            not in_sync
+            and self.limited
+            and self.is_throttled(topic, index)
+            and self.byte_rate() > self.bound
+        )
 
     def record(self, size: int) -> None:
         """Bytes of throttled partitions replicated (in sync or not: all of them count)."""
