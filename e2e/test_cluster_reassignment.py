@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from java_peers import JavaPeers
+from kafka_topic_tools import create_with_assignment, describe_partitions, reassign
 from strom_cluster import StromCluster
 from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(420)
 
-REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
-TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 RECORDS = 2_000
 VERIFY_TIMEOUT_S = 90
 
@@ -37,36 +36,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StromCluster]:
         yield made
     finally:
         made.stop()
-
-
-def create_on(java_peers: JavaPeers, bootstrap: str, topic: str, assignment: str) -> None:
-    java_peers.run(
-        TOPIC_COMMAND,
-        "--bootstrap-server",
-        bootstrap,
-        "--create",
-        "--topic",
-        topic,
-        "--replica-assignment",
-        assignment,
-    )
-
-
-def replicas_and_isr(java_peers: JavaPeers, bootstrap: str, topic: str) -> list[dict[str, str]]:
-    """`kafka-topics.sh --describe`'s partition lines as "Key: value" fields."""
-    done = java_peers.run(
-        TOPIC_COMMAND, "--bootstrap-server", bootstrap, "--describe", "--topic", topic
-    )
-    rows = []
-    for line in done.stdout.splitlines():
-        if "Partition:" in line:
-            fields = (f.split(":", 1) for f in line.strip().split("\t") if ":" in f)
-            rows.append({key.strip(): value.strip() for key, value in fields})
-    return rows
-
-
-def reassign(java_peers: JavaPeers, bootstrap: str, *args: str) -> str:
-    return java_peers.run(REASSIGN_COMMAND, "--bootstrap-server", bootstrap, *args).stdout
 
 
 def produce(bootstrap: str, topic: str) -> None:
@@ -97,7 +66,7 @@ def test_generate_execute_verify_moves_the_data(
     java_peers: JavaPeers, cluster: StromCluster, tmp_path: Path
 ) -> None:
     bootstrap = cluster.nodes[2].bootstrap
-    create_on(java_peers, bootstrap, "moving", "1:2")
+    create_with_assignment(java_peers, bootstrap, "moving", "1:2")
     produce(cluster.bootstrap, "moving")
 
     to_move = tmp_path / "topics-to-move.json"
@@ -134,7 +103,7 @@ def test_generate_execute_verify_moves_the_data(
         VERIFY_TIMEOUT_S,
         "kafka-reassign-partitions.sh --verify reports moving-0 completed",
     )
-    (row,) = replicas_and_isr(java_peers, bootstrap, "moving")
+    (row,) = describe_partitions(java_peers, bootstrap, "moving")
     assert row["Replicas"] == ",".join(str(r) for r in proposed["replicas"])
     assert sorted(int(r) for r in row["Isr"].split(",")) == [2, 3]
     assert row["Leader"] in ("2", "3")
@@ -150,7 +119,7 @@ def test_a_reassignment_that_cannot_finish_is_cancelled(
     java_peers: JavaPeers, cluster: StromCluster, tmp_path: Path
 ) -> None:
     bootstrap = cluster.nodes[1].bootstrap
-    create_on(java_peers, bootstrap, "stuck", "1:2")
+    create_with_assignment(java_peers, bootstrap, "stuck", "1:2")
     produce(cluster.bootstrap, "stuck")
     # Broker 3 is down (still registered): a replica added there never catches up.
     cluster.nodes[3].kill()
@@ -171,7 +140,7 @@ def test_a_reassignment_that_cannot_finish_is_cancelled(
         java_peers, bootstrap, "--verify", "--reassignment-json-file", str(plan_file)
     )
     assert "Reassignment of partition stuck-0 is still in progress." in verified
-    (row,) = replicas_and_isr(java_peers, bootstrap, "stuck")
+    (row,) = describe_partitions(java_peers, bootstrap, "stuck")
     assert row["Replicas"] == "1,3,2"  # the union while it runs, as Kafka shows it
     assert row["Isr"] == "1,2"
 
@@ -186,6 +155,6 @@ def test_a_reassignment_that_cannot_finish_is_cancelled(
     )
     assert "Successfully cancelled partition reassignment for: stuck-0" in cancelled
     assert "None of the specified partition moves are active." in cancelled
-    (row,) = replicas_and_isr(java_peers, bootstrap, "stuck")
+    (row,) = describe_partitions(java_peers, bootstrap, "stuck")
     assert (row["Replicas"], row["Isr"], row["Leader"]) == ("1,2", "1,2", "1")
     assert consume_all(bootstrap, "stuck") == [b"record-%d" % n for n in range(RECORDS)]

@@ -21,14 +21,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from java_peers import JavaPeers
+from kafka_topic_tools import create_with_assignment, reassign
 from strom_cluster import StromCluster
 from strom_process import StromProcess
 from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(180)
 
-REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
-TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 THROTTLE = 50_000  # bytes/s
 RECORD_BYTES = 1_000
@@ -89,16 +88,7 @@ def test_a_throttled_reassignment_moves_no_faster_than_the_throttle(
 ) -> None:
     bootstrap = cluster.nodes[1].bootstrap
     for topic, assignment in (("moving", "1:2"), ("steady", "3:1")):
-        java_peers.run(
-            TOPIC_COMMAND,
-            "--bootstrap-server",
-            bootstrap,
-            "--create",
-            "--topic",
-            topic,
-            "--replica-assignment",
-            assignment,
-        )
+        create_with_assignment(java_peers, bootstrap, topic, assignment)
     produce(cluster.bootstrap, "moving", MOVED_RECORDS, RECORD_BYTES)
 
     plan_file = tmp_path / "plan.json"
@@ -111,13 +101,15 @@ def test_a_throttled_reassignment_moves_no_faster_than_the_throttle(
         )
     )
 
-    def reassign(*args: str) -> str:
-        done = java_peers.run(REASSIGN_COMMAND, "--bootstrap-server", bootstrap, *args)
-        return done.stdout
-
     started = time.monotonic()
     executed = reassign(
-        "--execute", "--reassignment-json-file", str(plan_file), "--throttle", str(THROTTLE)
+        java_peers,
+        bootstrap,
+        "--execute",
+        "--reassignment-json-file",
+        str(plan_file),
+        "--throttle",
+        str(THROTTLE),
     )
     assert "Successfully started partition reassignment for moving-0" in executed
     assert f"The inter-broker throttle limit was set to {THROTTLE} B/s" in executed
@@ -136,7 +128,8 @@ def test_a_throttled_reassignment_moves_no_faster_than_the_throttle(
 
     verify = ("--verify", "--reassignment-json-file", str(plan_file))
     wait_until(
-        lambda: "Reassignment of partition moving-0 is completed." in reassign(*verify),
+        lambda: "Reassignment of partition moving-0 is completed."
+        in reassign(java_peers, bootstrap, *verify),
         60,
         "kafka-reassign-partitions.sh --verify reports moving-0 completed",
     )

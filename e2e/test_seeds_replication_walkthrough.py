@@ -21,12 +21,12 @@ from collections.abc import Iterator
 
 import pytest
 from java_peers import JavaPeers
+from kafka_topic_tools import TOPIC_COMMAND, describe_partitions
 from strom_cluster import StromCluster
 from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(420)
 
-TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 ELECTION_COMMAND = "org.apache.kafka.tools.LeaderElectionCommand"
@@ -50,12 +50,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StromCluster]:
 
 def describe(java_peers: JavaPeers, bootstrap: str) -> dict[str, str]:
     """The partition line of `kafka-topics.sh --describe`, as its "Key: value" fields."""
-    done = java_peers.run(
-        TOPIC_COMMAND, "--bootstrap-server", bootstrap, "--describe", "--topic", TOPIC
-    )
-    (line,) = [line for line in done.stdout.splitlines() if "Partition:" in line]
-    fields = (field.split(":", 1) for field in line.strip().split("\t") if ":" in field)
-    return {key.strip(): value.strip() for key, value in fields}
+    (row,) = describe_partitions(java_peers, bootstrap, TOPIC)
+    return row
 
 
 def consume(java_peers: JavaPeers, bootstrap: str) -> list[str]:
