@@ -272,3 +272,14 @@ def test_a_copy_that_fails_its_crc_is_refused_whole(
     with pytest.raises(batches.CorruptRecordError):
         two.append_as_follower(bytes(good + bad), 0)
     assert two.log_end_offset == 0
+
+
+async def test_a_producer_that_times_out_leaves_no_waiter_behind(
+    logs: dict[int, partition_log.PartitionLog],
+) -> None:
+    leader = replica(1, logs[1], state(1, 0))
+    outcome = append(leader, batch(b"a"))
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.01):
+            await leader.wait_committed(outcome)
+    assert leader._hw_waiters == []

@@ -283,7 +283,8 @@ class Controller:
             index = first + offset
             # As Kafka: the ISR is the replicas that can serve (nothing is written yet, so
             # they are in sync), the first of them leads.
-            isr = [r for r in replicas if r in live] or [replicas[0]]
+            isr = [r for r in replicas if self.image.is_active_broker(r)]
+            isr = isr or [r for r in replicas if r in live] or [replicas[0]]
             batch.entries.append(
                 records.PartitionRecord(
                     partition_id=i32(index),
@@ -475,13 +476,9 @@ class Controller:
     ) -> list[records.PartitionChangeRecord]:
         """New partition leaders for brokers being fenced or unfenced by ``changes``, or
         ``leaving`` in a controlled shutdown (Kafka treats both alike)."""
-        config = self._config()
-
-        def unclean(topic: images.TopicImage) -> bool:
-            effective = topic_config.effective_topic_config(config, topic.configs)
-            return bool(effective.value("unclean.leader.election.enable"))
-
-        return leader_election.for_broker_changes(self.image, changes, leaving, unclean)
+        return leader_election.for_broker_changes(
+            self.image, changes, leaving, self._allows_unclean
+        )
 
     # Partitions: ISR changes and elections ------------------------------------------
 

@@ -30,7 +30,7 @@ from strom.cluster import records
 log = logging.getLogger(__name__)
 
 NO_LEADER = -1
-_UNCHANGED = -2
+UNCHANGED = -2  # a PartitionChangeRecord's leader when it stays
 
 
 Unclean = Callable[[images.TopicImage], bool]
@@ -210,7 +210,7 @@ def _change(
         partition_id=i32(partition.index),
         topic_id=topic.topic_id,
         isr=None if isr == partition.isr else tuple(i32(r) for r in isr),
-        leader=i32(_UNCHANGED if leader == partition.leader else leader),
+        leader=i32(UNCHANGED if leader == partition.leader else leader),
     )
 
 

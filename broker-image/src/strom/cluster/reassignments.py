@@ -22,7 +22,7 @@ Pure functions of the image, returning PartitionChangeRecords for the controller
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
@@ -30,14 +30,14 @@ from kio.static.primitive import i32
 
 from strom.cluster import delta as deltas
 from strom.cluster import image as images
-from strom.cluster import records
+from strom.cluster import leader_election, records
 
-NO_LEADER = -1
-_UNCHANGED = -2
+NO_LEADER = leader_election.NO_LEADER
+_UNCHANGED = leader_election.UNCHANGED
 
 # per topic, per partition: the target replicas, or None to cancel
 Wanted = Mapping[str, Mapping[int, Sequence[int] | None]]
-Unclean = Callable[[images.TopicImage], bool]
+Unclean = leader_election.Unclean
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,9 +88,6 @@ class ReplicaFetcher:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
-    def __len__(self) -> int:
-        return len(self._partitions)
-
     def add(self, partition: partitions.Partition) -> None:
         key = (partition.topic, partition.index)
         followed = self._partitions.get(key)
@@ -156,9 +153,12 @@ class ReplicaFetcher:
             )
             await self._clock.sleep(self._settings.backoff_ms / 1000)
             return
+        names = {f.partition.topic_id: f.partition.topic for f in ready}
         for topic in response.responses:
+            # v13+ answers by topic id only
+            name = str(getattr(topic, "topic", None) or names.get(topic.topic_id, ""))
             for answer in topic.partitions:
-                key = (self._topic_name(topic, ready), int(answer.partition_index))
+                key = (name, int(answer.partition_index))
                 followed = self._partitions.get(key)
                 if followed is None or followed.partition.leader_epoch != sent.get(key):
                     continue  # moved to another leader, or a new epoch, meanwhile
@@ -201,17 +201,6 @@ class ReplicaFetcher:
                 "rack_id": "",
             },
         )
-
-    @staticmethod
-    def _topic_name(topic: Any, ready: list[_Followed]) -> str:
-        name = getattr(topic, "topic", None)
-        if name:
-            return str(name)
-        topic_id = getattr(topic, "topic_id", None)
-        for followed in ready:
-            if followed.partition.topic_id == topic_id:
-                return followed.partition.topic
-        return ""
 
     def _handle(self, followed: _Followed, answer: Any) -> None:
         partition = followed.partition
@@ -326,9 +315,6 @@ class Fetchers:
         source = self._source_of.pop(key, None)
         if source is not None:
             self._fetchers[source].remove(key)
-
-    def followed(self) -> int:
-        return len(self._source_of)
 
     def max_lag(self) -> int:
         """Kafka's MaxLag: the most a followed partition is behind its leader."""

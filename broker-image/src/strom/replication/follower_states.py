@@ -10,7 +10,7 @@ smallest end offset over the ISR, which is the high watermark.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 UNKNOWN = -1
@@ -65,9 +65,6 @@ class Followers:
     def get(self, node_id: int) -> FollowerState | None:
         return self._states.get(node_id)
 
-    def __iter__(self) -> Iterator[FollowerState]:
-        return iter(list(self._states.values()))
-
     def min_end_offset(self, members: Iterable[int], leader_end_offset: int) -> int:
         """The smallest log end offset over `members` (the leader's own counts as
         `leader_end_offset`); UNKNOWN if a member has not fetched yet."""
@@ -90,12 +87,3 @@ class Followers:
             if state is not None and not state.caught_up(leader_end_offset, now_ms, max_lag_ms):
                 lagging.append(node_id)
         return lagging
-
-    def max_lag(self, leader_end_offset: int) -> int:
-        """The largest number of offsets a follower is behind (0 with none)."""
-        lags = [
-            leader_end_offset - s.log_end_offset
-            for s in self._states.values()
-            if s.log_end_offset != UNKNOWN
-        ]
-        return max(lags, default=0)

@@ -54,7 +54,7 @@ _VALIDATION_ERRORS = {
 }
 
 
-# The leader's answer to its own ISR proposals: (proposed ISR, partition epoch it applies to)
+# Sends a leader's proposed ISR on to the controller (the replica manager's IsrUpdates)
 IsrProposer = Callable[["Partition", tuple[int, ...]], None]
 
 
@@ -297,14 +297,11 @@ class Partition:
         entry = (last_offset, min_insync_replicas, waiter)
         self._hw_waiters.append(entry)
         try:
-            return await waiter
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
+            return await waiter  # answered by the high watermark or a leadership loss
+        finally:
+            if waiter.cancelled():  # the request was cancelled, or timed out
                 with contextlib.suppress(ValueError):
                     self._hw_waiters.remove(entry)
-                raise  # the request itself was cancelled, or timed out
-            return AppendError.NOT_LEADER
 
     def _append(
         self, data: bytearray, headers: list[batches.BatchHeader], now_ms: int
@@ -355,9 +352,9 @@ class Partition:
     def last_fetched_epoch(self) -> int:
         return self.log.leader_epoch_cache.latest_epoch
 
-    def truncate_diverging(self, leader_epoch: int, leader_end_offset: int) -> int:
+    def truncate_diverging(self, leader_epoch: int, leader_end_offset: int) -> None:
         """The leader says our log diverges after (its epoch, end offset): cut ours back
-        where they agree (Kafka's truncation by leader epoch). Returns the new end."""
+        where they agree (Kafka's truncation by leader epoch)."""
         ours = self.log
         if leader_end_offset < 0:
             target = ours.high_watermark  # the leader knows no epoch this old
@@ -369,9 +366,7 @@ class Partition:
                 target = end  # ours ends before their epoch: go on from there
             else:
                 target = min(end, leader_end_offset)
-        target = max(min(target, ours.log_end_offset), ours.log_start_offset)
-        self._truncate(target)
-        return ours.log_end_offset
+        self.truncate_to(target)
 
     def restart_at(self, offset: int) -> None:
         """Our log ends below the leader's start: drop it and start empty at `offset`."""

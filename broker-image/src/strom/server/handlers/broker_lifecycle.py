@@ -18,13 +18,13 @@ from kio.schema.errors import ErrorCode
 from strom.cluster import broker_sessions, isr_changes, topics
 from strom.cluster import image as images
 from strom.protocol import apis, shaping
+from strom.server import context
 
 if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
 
 log = logging.getLogger(__name__)
 
-_ZERO_UUID = uuid.UUID(int=0)
 
 _LIFECYCLE_ERRORS: dict[type[Exception], ErrorCode] = {
     broker_sessions.DuplicateBrokerRegistrationError: ErrorCode.duplicate_broker_registration,
@@ -196,7 +196,7 @@ def _isr_change(topic_id: uuid.UUID | None, partition: Any) -> isr_changes.IsrCh
     else:
         isr, epochs = tuple(int(member) for member in partition.new_isr), ()
     return isr_changes.IsrChange(
-        topic_id=topic_id or _ZERO_UUID,
+        topic_id=topic_id or context.ZERO_UUID,
         partition=int(partition.partition_index),
         leader_epoch=int(partition.leader_epoch),
         partition_epoch=int(partition.partition_epoch),

@@ -9,7 +9,6 @@ whose election is not needed are left out of the answer, as Kafka's controller d
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -21,7 +20,6 @@ from strom.server.handlers import forwarding
 if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
 
-log = logging.getLogger(__name__)
 
 _MESSAGES = {
     ErrorCode.election_not_needed: "Leader election not needed for topic partition.",
@@ -43,8 +41,9 @@ async def handle_elect_leaders(
         message = f"Unknown election type {int(body.election_type)}"
         return forwarding.failed_response(request, ErrorCode.invalid_request, message)
     if not broker.quorum.is_active_controller():
-        message = "This node is not the active controller."
-        return forwarding.failed_response(request, ErrorCode.not_controller, message)
+        return forwarding.failed_response(
+            request, ErrorCode.not_controller, forwarding.NOT_CONTROLLER
+        )
     wanted: dict[str, list[int]] | None = None
     if body.topic_partitions is not None:
         wanted = {}
@@ -53,12 +52,9 @@ async def handle_elect_leaders(
     try:
         outcomes = await broker.controller.elect_leaders(election, wanted)
     except topics.MetadataError as error:
-        code = (
-            ErrorCode.not_controller
-            if isinstance(error, topics.NotControllerError)
-            else ErrorCode.request_timed_out
+        return forwarding.failed_response(
+            request, forwarding.metadata_error_code(error), str(error)
         )
-        return forwarding.failed_response(request, code, str(error))
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     return shaping.build(
         response_type,

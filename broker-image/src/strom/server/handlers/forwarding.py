@@ -46,11 +46,7 @@ def forwarded(handler: Handler) -> Handler:
         try:
             return await forwarder.forward(request.body)
         except topics.MetadataError as error:
-            code = (
-                ErrorCode.not_controller
-                if isinstance(error, topics.NotControllerError)
-                else ErrorCode.request_timed_out
-            )
+            code = metadata_error_code(error)
             log.info(
                 "could not forward %s to the active controller: %s",
                 apis.ApiKey(request.header.api_key).name,
@@ -60,6 +56,17 @@ def forwarded(handler: Handler) -> Handler:
 
     forward_or_handle.__name__ = f"forwarded_{handler.__name__}"
     return forward_or_handle
+
+
+NOT_CONTROLLER = "This node is not the active controller."
+
+
+def metadata_error_code(error: topics.MetadataError) -> ErrorCode:
+    """What a request the active controller could not take answers: NOT_CONTROLLER when
+    no controller accepted it, else REQUEST_TIMED_OUT (both retriable)."""
+    if isinstance(error, topics.NotControllerError):
+        return ErrorCode.not_controller
+    return ErrorCode.request_timed_out
 
 
 def failed_response(request: apis.Request, code: ErrorCode, message: str) -> Any:

@@ -22,15 +22,15 @@ from strom.server.handlers import forwarding
 if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
 
-NOT_CONTROLLER = "This node is not the active controller."
-
 
 async def handle_alter_partition_reassignments(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
     if not broker.quorum.is_active_controller():
-        return forwarding.failed_response(request, ErrorCode.not_controller, NOT_CONTROLLER)
+        return forwarding.failed_response(
+            request, ErrorCode.not_controller, forwarding.NOT_CONTROLLER
+        )
     wanted: dict[str, dict[int, tuple[int, ...] | None]] = {}
     for topic in body.topics:
         targets = wanted.setdefault(str(topic.name), {})
@@ -48,7 +48,9 @@ async def handle_alter_partition_reassignments(
             ),
         )
     except topics.MetadataError as error:
-        return forwarding.failed_response(request, _metadata_error_code(error), str(error))
+        return forwarding.failed_response(
+            request, forwarding.metadata_error_code(error), str(error)
+        )
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     return shaping.build(
         response_type,
@@ -79,7 +81,9 @@ async def handle_list_partition_reassignments(
 ) -> Any:
     body = request.body
     if not broker.quorum.is_active_controller():
-        return forwarding.failed_response(request, ErrorCode.not_controller, NOT_CONTROLLER)
+        return forwarding.failed_response(
+            request, ErrorCode.not_controller, forwarding.NOT_CONTROLLER
+        )
     wanted: dict[str, list[int]] | None = None
     if body.topics is not None:
         wanted = {}
@@ -110,9 +114,3 @@ async def handle_list_partition_reassignments(
             ],
         },
     )
-
-
-def _metadata_error_code(error: topics.MetadataError) -> ErrorCode:
-    if isinstance(error, topics.NotControllerError):
-        return ErrorCode.not_controller
-    return ErrorCode.request_timed_out
