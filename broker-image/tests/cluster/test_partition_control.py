@@ -8,59 +8,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from controller_node import ControllerNode
 from kio.schema.errors import ErrorCode
-from no_logs import NoLogs
 from strom.cluster import (
-    broker_sessions,
-    config_cache,
-    controller,
     isr_changes,
     leader_election,
-    loader,
-    metadata_log,
     topic_requests,
 )
-from strom.cluster import image as images
-from strom.config import broker as broker_config
-
-NOW = 1_700_000_000_000
 
 
-class Cluster:
+class Cluster(ControllerNode):
     """Controller 9 with brokers 1-3 registered and unfenced."""
-
-    def __init__(self, root: Path) -> None:
-        config = broker_config.BrokerConfig({"log.dirs": str(root), "node.id": "9"})
-        self.log = metadata_log.LocalMetadataLog(root, lambda: NOW)
-        self.metadata = loader.MetadataLoader(images.MetadataImage("cluster"))
-        configs = config_cache.ConfigCache(config, lambda: self.metadata.image)
-        self.controller = controller.Controller(
-            9, self.log, self.metadata, lambda: configs.broker, NoLogs()
-        )
-        self.epochs: dict[int, int] = {}
-
-    @property
-    def image(self) -> images.MetadataImage:
-        return self.metadata.image
-
-    async def join(self, node_id: int) -> None:
-        epoch = await self.controller.register_broker(
-            broker_sessions.Registration(node_id, "cluster", uuid.uuid4(), ()), NOW
-        )
-        self.epochs[node_id] = epoch
-        await self.heartbeat(node_id)
-
-    async def heartbeat(
-        self, node_id: int, *, shut_down: bool = False, fence: bool = False
-    ) -> broker_sessions.HeartbeatAnswer:
-        return await self.controller.broker_heartbeat(
-            node_id,
-            self.epochs[node_id],
-            self.image.offset,
-            want_fence=fence,
-            want_shut_down=shut_down,
-            now_ms=NOW,
-        )
 
     async def topic(self, name: str, *assignments: tuple[int, ...]) -> uuid.UUID:
         """A topic with these replicas, every replica in the ISR (a new topic's

@@ -11,52 +11,23 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
+from controller_node import NOW, ControllerNode
 from kio.schema.errors import ErrorCode
-from no_logs import NoLogs
+from strom.cluster import image as images
 from strom.cluster import (
-    broker_sessions,
-    config_cache,
-    controller,
     isr_changes,
     loader,
-    metadata_log,
     reassignments,
     records,
     snapshots,
     topic_requests,
 )
-from strom.cluster import image as images
-from strom.config import broker as broker_config
 
-NOW = 1_700_000_000_000
 OK = reassignments.Outcome()
 
 
-class Cluster:
+class Cluster(ControllerNode):
     """Controller 9 (hosting no replica) with brokers 1-4 registered and unfenced."""
-
-    def __init__(self, root: Path) -> None:
-        self.config = broker_config.BrokerConfig({"log.dirs": str(root), "node.id": "9"})
-        self.log = metadata_log.LocalMetadataLog(root, lambda: NOW)
-        self.metadata = loader.MetadataLoader(images.MetadataImage("cluster"))
-        configs = config_cache.ConfigCache(self.config, lambda: self.metadata.image)
-        self.controller = controller.Controller(
-            9, self.log, self.metadata, lambda: configs.broker, NoLogs()
-        )
-        self.epochs: dict[int, int] = {}
-
-    @property
-    def image(self) -> images.MetadataImage:
-        return self.metadata.image
-
-    async def join(self, node_id: int) -> None:
-        epoch = await self.controller.register_broker(
-            broker_sessions.Registration(node_id, "cluster", uuid.uuid4(), ()), NOW
-        )
-        self.epochs[node_id] = epoch
-        await self.controller.broker_heartbeat(
-            node_id, epoch, self.image.offset, want_fence=False, want_shut_down=False, now_ms=NOW
-        )
 
     async def topic(self, name: str, *assignments: tuple[int, ...]) -> None:
         (created,) = await self.controller.create_topics(
@@ -98,7 +69,7 @@ async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     for node_id in (1, 2, 3, 4):
         await made.join(node_id)
     yield made
-    made.log.close()
+    made.close()
 
 
 def summary(p: images.PartitionImage) -> tuple[object, ...]:
