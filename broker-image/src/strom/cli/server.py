@@ -61,6 +61,22 @@ async def _serve(config: broker_config.BrokerConfig) -> None:
     await broker.stop()
 
 
+def _unsupported_roles(quorum: broker_config.QuorumSettings) -> str | None:
+    """Why Strom cannot run this node's roles yet, or None."""
+    if not quorum.is_broker:
+        return (
+            "process.roles=controller: a controller-only node (Kafka's split mode) is not"
+            " supported yet; run controllers with process.roles=broker,controller"
+        )
+    if not quorum.is_controller and not quorum.static_voters:
+        return (
+            "process.roles=broker: a broker-only node finds the quorum through"
+            " controller.quorum.voters; controller.quorum.bootstrap.servers alone is not"
+            " supported yet"
+        )
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     arguments = _parser().parse_args(argv)
     _configure_logging()
@@ -71,15 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     except (config_definitions.ConfigError, OSError) as error:
         print(f"strom-server: configuration error: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    for warning in config.warnings():
+        log.warning("%s", warning)
     quorum = config.quorum
-    if not (quorum.is_broker and quorum.is_controller):
-        role = "broker" if quorum.is_broker else "controller"
-        print(
-            f"strom-server: configuration error: process.roles={role}: a {role}-only node"
-            " (Kafka's split mode) is not supported yet; run every node with"
-            " process.roles=broker,controller (combined mode)",
-            file=sys.stderr,
-        )
+    refusal = _unsupported_roles(quorum)
+    if refusal is not None:
+        print(f"strom-server: configuration error: {refusal}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     try:
         # Before anything reads the directories: a second broker on a directory in use

@@ -25,6 +25,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeAlias
 
+from strom.config import kafka_broker_configs
+
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 
@@ -518,6 +520,23 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("max.partitions.per.broker", _I, "50000", "Strom: the most partition replicas one broker may host; CreateTopics and CreatePartitions beyond it are refused with POLICY_VIOLATION. One request may create at most 10,000 partitions, as in Kafka.", AtLeast(1), dynamic=True),
 )
 # fmt: on
+
+
+def _with_kafka_configs(own: Mapping[str, ConfigDef]) -> dict[str, ConfigDef]:
+    """Strom's own broker configs, then every other Kafka 4.x broker/controller config as
+    `ignored` (kafka_broker_configs.py): a Kafka server.properties loads as is, and a key
+    that is not Kafka's (a typo) is still refused."""
+    kafka_only = [
+        ConfigDef(
+            name, ConfigType[type_name], default, doc + _IGNORED, dynamic=dynamic, ignored=True
+        )
+        for name, type_name, default, dynamic, doc in kafka_broker_configs.KAFKA_BROKER_CONFIGS
+        if name not in own
+    ]
+    return {**own, **_table(*kafka_only)}
+
+
+BROKER_CONFIGS = _with_kafka_configs(BROKER_CONFIGS)
 
 # Broker configs that are one setting spelled in several units, most precise first
 # (Kafka's DynamicBrokerConfig.brokerConfigSynonyms).
