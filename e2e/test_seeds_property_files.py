@@ -61,6 +61,7 @@ zookeeper.connection.timeout.ms=6000
 group.initial.rebalance.delay.ms=0
 """
 TOPIC = "my-replicated-topic"
+QUORUM_COMMAND = "org.apache.kafka.tools.MetadataQuorumCommand"
 READY_TIMEOUT_S = 60
 
 
@@ -222,3 +223,10 @@ def test_the_seeds_multi_broker_steps_make_a_three_broker_cluster(
     row = wait_until(in_sync, timeout=60, what="three replicas in the Isr")
     assert sorted(row["Replicas"].split(",")) == ["0", "1", "2"]
     assert sorted(row["Isr"].split(",")) == ["0", "1", "2"]
+
+    # kafka-metadata-quorum.sh: node 0 is the quorum, the joined brokers its observers
+    replication = java_peers.run(
+        QUORUM_COMMAND, "--bootstrap-server", bootstrap, "describe", "--replication"
+    ).stdout
+    roles = {line.split()[0]: line.split()[-1] for line in replication.splitlines()[1:] if line}
+    assert roles == {"0": "Leader", "1": "Observer", "2": "Observer"}, replication
