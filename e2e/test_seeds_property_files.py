@@ -30,36 +30,19 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, Producer
 from java_peers import JavaPeers
-from kafka_topic_tools import TOPIC_COMMAND, describe_partitions
+from kafka_topic_tools import create_topic, describe_partitions
 from strom_process import StromProcess, free_port, server_command
 from waiting import wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
-SHIPPED = Path(__file__).resolve().parents[1] / "config" / "server.properties"
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "config" / "server.properties"
 
 # Seed 000's single-broker file, as printed (ports and directory rewritten by the test).
-SEED_SERVER_PROPERTIES = """\
-broker.id=0
-listeners=PLAINTEXT://localhost:9092
-num.network.threads=3
-num.io.threads=8
-socket.send.buffer.bytes=102400
-socket.receive.buffer.bytes=102400
-socket.request.max.bytes=104857600
-log.dirs=/tmp/kafka-logs
-num.partitions=1
-num.recovery.threads.per.data.dir=1
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-log.retention.hours=168
-log.segment.bytes=1073741824
-log.retention.check.interval.ms=300000
-zookeeper.connect=localhost:2181
-zookeeper.connection.timeout.ms=6000
-group.initial.rebalance.delay.ms=0
-"""
+SEED_SERVER_PROPERTIES = (
+    ROOT / "broker-image/tests/config/kafka_configs/seed-zookeeper-era-server.properties"
+).read_text()
 TOPIC = "my-replicated-topic"
 QUORUM_COMMAND = "org.apache.kafka.tools.MetadataQuorumCommand"
 READY_TIMEOUT_S = 60
@@ -203,18 +186,7 @@ def test_the_seeds_multi_broker_steps_make_a_three_broker_cluster(
     assert (Path(f"{logs}-2") / "meta.properties").exists()
 
     bootstrap = f"localhost:{ports[0]}"
-    java_peers.run(
-        TOPIC_COMMAND,
-        "--bootstrap-server",
-        bootstrap,
-        "--create",
-        "--replication-factor",
-        "3",
-        "--partitions",
-        "1",
-        "--topic",
-        TOPIC,
-    )
+    create_topic(java_peers, bootstrap, TOPIC, partitions=1, replication_factor=3)
 
     def in_sync() -> dict[str, str] | None:
         (row,) = describe_partitions(java_peers, bootstrap, TOPIC)

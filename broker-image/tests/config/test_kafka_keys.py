@@ -15,27 +15,9 @@ SHIPPED = ROOT / "config" / "server.properties"
 DOCS = ROOT / "docs" / "kafka-broker-configs.md"
 
 # The single-broker file of the seeds' walk-through (Kafka 2.x, ZooKeeper era), as printed.
-SEED_SERVER_PROPERTIES = """\
-broker.id=0
-listeners=PLAINTEXT://localhost:9092
-num.network.threads=3
-num.io.threads=8
-socket.send.buffer.bytes=102400
-socket.receive.buffer.bytes=102400
-socket.request.max.bytes=104857600
-log.dirs=/tmp/kafka-logs
-num.partitions=1
-num.recovery.threads.per.data.dir=1
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-log.retention.hours=168
-log.segment.bytes=1073741824
-log.retention.check.interval.ms=300000
-zookeeper.connect=localhost:2181
-zookeeper.connection.timeout.ms=6000
-group.initial.rebalance.delay.ms=0
-"""
+SEED_SERVER_PROPERTIES = (
+    Path(__file__).parent / "kafka_configs" / "seed-zookeeper-era-server.properties"
+).read_text()
 
 
 def _load(tmp_path: Path, text: str, *overrides: str) -> loading.broker_module.BrokerConfig:

@@ -39,16 +39,21 @@ def applied(cluster: Cluster, node: int) -> list[bytes]:
     ]
 
 
-def test_an_observer_finds_the_leader_and_follows_its_log() -> None:
-    cluster = with_observer()
-    cluster.run(400)
-    leader = cluster.leader()
+def assert_follows(cluster: Cluster, leader: client.RaftClient, data: bytes) -> None:
+    """The observer knows `leader` and applies what it appends."""
     observer = cluster.clients[OBSERVER]
     assert observer.leader_and_epoch == (leader.node_id, leader.epoch)
-    offset = leader.append([b"x"])
+    offset = leader.append([data])
     assert isinstance(offset, int)
     cluster.run(30)
     assert observer.high_watermark == offset + 1
+    assert applied(cluster, OBSERVER)[-1] == data
+
+
+def test_an_observer_finds_the_leader_and_follows_its_log() -> None:
+    cluster = with_observer()
+    cluster.run(400)
+    assert_follows(cluster, cluster.leader(), b"x")
     assert applied(cluster, OBSERVER) == [b"x"]
     assert not any(
         isinstance(e.message, client.messages.VoteRequest) and e.source == OBSERVER
@@ -64,13 +69,7 @@ def test_an_observer_follows_the_next_leader_when_its_leader_dies() -> None:
     cluster.run(2000)
     second = cluster.leader()
     assert second.node_id != first.node_id
-    observer = cluster.clients[OBSERVER]
-    assert observer.leader_and_epoch == (second.node_id, second.epoch)
-    offset = second.append([b"after"])
-    assert isinstance(offset, int)
-    cluster.run(30)
-    assert observer.high_watermark == offset + 1
-    assert applied(cluster, OBSERVER)[-1] == b"after"
+    assert_follows(cluster, second, b"after")
 
 
 def test_an_observer_alone_never_stands_for_election() -> None:

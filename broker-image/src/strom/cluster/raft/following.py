@@ -44,17 +44,7 @@ class Following(context.Role):
         if not voters:
             return
         state.election_deadline = now_ms + self.config.request_timeout_ms
-        request = messages.FetchRequest(
-            self.node_id,
-            state.epoch,
-            fetch_offset=self.log.end_offset,
-            last_fetched_epoch=self.log.last_fetched_epoch,
-            log_start_offset=self.log.log_start_offset,
-            max_bytes=self.config.fetch_max_bytes,
-            max_wait_ms=0,
-            high_watermark=self.ctx.high_watermark,
-        )
-        self.ctx.send(self.quorum.rng.choice(voters), request)
+        self.ctx.send(self.quorum.rng.choice(voters), self.fetch_request(state.epoch, 0))
 
     def send_fetch(self, state: states.FollowerState, now_ms: int) -> None:
         state.request_deadline = now_ms + self.config.request_timeout_ms
@@ -68,17 +58,21 @@ class Following(context.Role):
                 max_bytes=self.config.snapshot_chunk_bytes,
             )
         else:
-            request = messages.FetchRequest(
-                self.node_id,
-                state.epoch,
-                fetch_offset=self.log.end_offset,
-                last_fetched_epoch=self.log.last_fetched_epoch,
-                log_start_offset=self.log.log_start_offset,
-                max_bytes=self.config.fetch_max_bytes,
-                max_wait_ms=self.config.fetch_max_wait_ms,
-                high_watermark=self.ctx.high_watermark,
-            )
+            request = self.fetch_request(state.epoch, self.config.fetch_max_wait_ms)
         self.ctx.send(state.leader_id, request)
+
+    def fetch_request(self, epoch: int, max_wait_ms: int) -> messages.FetchRequest:
+        """A Fetch from this log's end (long-polling for up to `max_wait_ms`)."""
+        return messages.FetchRequest(
+            self.node_id,
+            epoch,
+            fetch_offset=self.log.end_offset,
+            last_fetched_epoch=self.log.last_fetched_epoch,
+            log_start_offset=self.log.log_start_offset,
+            max_bytes=self.config.fetch_max_bytes,
+            max_wait_ms=max_wait_ms,
+            high_watermark=self.ctx.high_watermark,
+        )
 
     def follower_of(
         self, source: int, leader_id: int, epoch: int, now_ms: int
