@@ -41,9 +41,9 @@ class Following(context.Role):
         election timer of an observer is this retry timer (Kafka fetches from a bootstrap
         server alike)."""
         voters = sorted(self.quorum.voters)
-        if not voters:
-            return
         state.election_deadline = now_ms + self.config.request_timeout_ms
+        if not voters:
+            return  # nobody to ask (no static voters): wait, without spinning
         self.ctx.send(self.quorum.rng.choice(voters), self.fetch_request(state.epoch, 0))
 
     def send_fetch(self, state: states.FollowerState, now_ms: int) -> None:
