@@ -4,7 +4,7 @@ are node.id's and log.dirs' older names; anything else is still a typo and an er
 
 from __future__ import annotations
 
-import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -150,13 +150,11 @@ def test_a_copy_that_keeps_the_controller_listener_is_refused_as_kafka_does(
 
 
 def test_the_docs_list_every_ignored_kafka_key() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "kafka_broker_configs_tool", ROOT / "broker-image" / "tools" / "kafka_broker_configs.py"
-    )
-    assert spec is not None and spec.loader is not None
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    assert DOCS.read_text() == tool.ignored_configs_doc(), (
-        "docs/kafka-broker-configs.md is stale: run"
+    """Every key Strom ignores is in docs/kafka-broker-configs.md. (A key Strom starts to use
+    may stay listed until the docs are regenerated: `kafka_broker_configs.py --docs`.)"""
+    documented = set(re.findall(r"^\| `([a-z0-9.]+)` \|", DOCS.read_text(), re.MULTILINE))
+    ignored = {name for name, d in definitions.BROKER_CONFIGS.items() if d.ignored}
+    assert ignored <= documented, (
+        f"not in {DOCS.name}: {sorted(ignored - documented)}; run"
         " PYTHONPATH=broker-image/src python broker-image/tools/kafka_broker_configs.py --docs"
     )
