@@ -202,3 +202,32 @@ def test_the_seeds_multi_broker_steps_make_a_three_broker_cluster(
     ).stdout
     roles = {line.split()[0]: line.split()[-1] for line in replication.splitlines()[1:] if line}
     assert roles == {"0": "Leader", "1": "Observer", "2": "Observer"}, replication
+
+
+def test_a_copy_started_before_the_first_node_stops_on_sigterm_while_it_waits(
+    tmp_path: Path,
+) -> None:
+    """Started first, a joining broker waits for the quorum; Ctrl-C or SIGTERM stops it
+    there, cleanly (exit status 0), as it does once it serves."""
+    port, controller_port = free_port(), free_port()
+    shipped = SHIPPED.read_text().replace("19093", str(controller_port))
+    properties = tmp_path / "server-1.properties"
+    properties.write_text(
+        edited(
+            shipped,
+            [
+                ("broker.id", "1"),
+                ("listeners", f"PLAINTEXT://:{port}"),
+                ("log.dirs", f"{tmp_path}/l"),
+            ],
+        )
+    )
+    broker = PropertiesFileBroker(tmp_path, properties, port)
+    broker.launch()
+    wait_until(
+        lambda: "metadata quorum: leader unknown" in broker.log_tail(20_000),
+        timeout=60,
+        what=lambda: f"the broker waiting for the quorum:\n{broker.log_tail()}",
+    )
+    broker.stop()
+    assert "shutting down before the broker started" in broker.log_tail(20_000)

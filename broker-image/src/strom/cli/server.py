@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -55,9 +56,20 @@ async def _serve(config: broker_config.BrokerConfig) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
-    await broker.start()
-    await stopping.wait()
-    log.info("shutting down")
+    # A node waits in start() for the controller quorum (a copy of server.properties
+    # started before its first node, say): Ctrl-C or SIGTERM must stop it there too.
+    starting = asyncio.ensure_future(broker.start())
+    signalled = asyncio.ensure_future(stopping.wait())
+    await asyncio.wait((starting, signalled), return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        log.info("shutting down before the broker started")
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+    else:
+        starting.result()  # a failed start raises here
+        await signalled
+        log.info("shutting down")
     await broker.stop()
 
 
