@@ -18,9 +18,9 @@ TOOLS_STAMP := $(VENV)/.tools-stamp
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 PYTEST_ARGS ?=
 
-.PHONY: install install-python install-runtime tools peers run test lint typecheck unit e2e clean raft-sim
+.PHONY: install install-python install-runtime tools peers kafka-tools run test lint typecheck unit e2e clean raft-sim
 
-install: install-python peers
+install: install-python peers kafka-tools
 
 install-python: $(STAMP)
 
@@ -49,6 +49,11 @@ $(TOOLS_STAMP): $(RUNTIME_STAMP) requirements.lock
 
 peers:
 	bash e2e/peers/install.sh
+
+# Kafka's commands (kafka-topics.sh, ..., connect-standalone.sh, connect-mirror-maker.sh)
+# in .venv/bin, running the pinned Apache Kafka jars of e2e/peers at WARN logging.
+kafka-tools:
+	bash e2e/peers/kafka_tools.sh $(BIN)
 
 run: install-runtime
 	@echo "Starting a broker and controller from config/server.properties: localhost:9092 (Ctrl-C stops it)."

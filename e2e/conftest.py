@@ -21,6 +21,7 @@ if str(E2E_DIR) not in sys.path:
 
 import strom_process  # noqa: E402
 from java_peers import JavaPeers  # noqa: E402
+from kafka_commands import KafkaCommands  # noqa: E402
 from strom_process import StromProcess  # noqa: E402
 
 
@@ -80,6 +81,15 @@ def java_peers() -> JavaPeers:
         return JavaPeers.install()
     except FileNotFoundError:
         pytest.skip("java is not installed (a JDK 17+ is needed for the Java peers)")
+
+
+@pytest.fixture(scope="session")
+def kafka_commands(tmp_path_factory: pytest.TempPathFactory) -> KafkaCommands:
+    """Kafka's commands as `make kafka-tools` writes them (kafka-topics.sh,
+    connect-standalone.sh, ...), into a directory of this session: this checkout's jars."""
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed (a JDK 17+ is needed for Kafka's commands)")
+    return KafkaCommands.install(tmp_path_factory.mktemp("kafka-bin"))
 
 
 @pytest.fixture(scope="session")

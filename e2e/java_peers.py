@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
+# Kafka's tools and clients log at WARN, as the `make kafka-tools` commands do.
+LOG4J_OPTION = f"-Dlog4j2.configurationFile={PEERS_DIR / 'log4j2.xml'}"
 INSTALL_TIMEOUT_S = 600.0
 
 
@@ -42,7 +44,7 @@ class JavaPeers:
     def run(
         self, main: str, *args: str, timeout: float = 120.0, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        argv = [self.java, "-cp", self.classpath, main, *args]
+        argv = [self.java, LOG4J_OPTION, "-cp", self.classpath, main, *args]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         if check and done.returncode != 0:
             raise AssertionError(
@@ -60,4 +62,12 @@ class JavaPeers:
 
         C1-only JIT: these short programs start faster and the 2-core CI box stays responsive.
         """
-        return [self.java, "-XX:TieredStopAtLevel=1", "-cp", self.classpath, main, *args]
+        return [
+            self.java,
+            "-XX:TieredStopAtLevel=1",
+            LOG4J_OPTION,
+            "-cp",
+            self.classpath,
+            main,
+            *args,
+        ]

@@ -30,7 +30,10 @@ build_java_peer() {
         command -v mvn >/dev/null || apt_install maven
         log "resolving jars from pom.xml into lib/"
         rm -rf "$lib.tmp"
-        mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies \
+        # Debian's Maven 3.8 (jansi 2) writes a reset escape code (ESC[0m) on exit even in
+        # batch mode without colours; jansi.noreset keeps the output plain text.
+        MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" \
+            mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies \
             -DoutputDirectory="$lib.tmp"
         rm -rf "$lib"
         mv "$lib.tmp" "$lib"
