@@ -8,9 +8,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from java_peers import PEERS_DIR
+from waiting import wait_until
 
 INSTALL_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 60.0
@@ -97,6 +99,18 @@ class Service:
                 cwd=self.cwd,
                 start_new_session=True,
             )
+
+    def wait_for(
+        self, condition: Callable[[], object], timeout: float, what: Callable[[], str]
+    ) -> None:
+        """Wait until `condition()` is true while the process runs; fail at once if it
+        exits, or at the deadline, with `what()` and the process's log."""
+
+        def check() -> object:
+            assert self.running, f"exited while waiting: {what()}\n{self.describe()}"
+            return condition()
+
+        wait_until(check, timeout, lambda: f"{what()}\n{self.describe()}")
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int:
         """SIGTERM (the JVM's shutdown hooks run: a Connect worker commits its offsets and

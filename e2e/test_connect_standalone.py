@@ -13,7 +13,6 @@ from e2e_records import read_partition
 from java_peers import PEERS_DIR
 from kafka_commands import KafkaCommands
 from strom_process import StromProcess, free_port
-from waiting import wait_until
 
 CONNECT_FILE_JAR = PEERS_DIR / "lib" / "connect-file-4.3.1.jar"
 # A worker's first start loads its plugins and joins nothing: well under a minute on 2 busy
@@ -97,15 +96,10 @@ def test_file_source_to_topic_to_file_sink(
         cwd=tmp_path,
     )
     try:
-
-        def sink_has(expected: list[str]) -> bool:
-            assert worker.running, worker.describe()
-            return lines_of(sink_file) == expected
-
-        wait_until(
-            lambda: sink_has(["foo", "bar"]),
+        worker.wait_for(
+            lambda: lines_of(sink_file) == ["foo", "bar"],
             ARRIVAL_TIMEOUT_S,
-            lambda: f"sink file: {lines_of(sink_file)}\n{worker.describe()}",
+            lambda: f"sink file: {lines_of(sink_file)}",
         )
         assert topic_payloads(strom.bootstrap) == ["foo", "bar"]
 
@@ -114,10 +108,10 @@ def test_file_source_to_topic_to_file_sink(
         with source_file.open("a") as f:
             f.write("".join(f"{line}\n" for line in appended))
         expected = ["foo", "bar", *appended]
-        wait_until(
-            lambda: sink_has(expected),
+        worker.wait_for(
+            lambda: lines_of(sink_file) == expected,
             ARRIVAL_TIMEOUT_S,
-            lambda: f"sink file has {len(lines_of(sink_file))} lines\n{worker.describe()}",
+            lambda: f"sink file has {len(lines_of(sink_file))} lines",
         )
         assert topic_payloads(strom.bootstrap) == expected
     finally:

@@ -18,7 +18,6 @@ import pytest
 from e2e_records import read_partition
 from kafka_commands import KafkaCommands
 from strom_process import StromProcess
-from waiting import wait_until
 
 INPUT_TOPIC = "streams-plaintext-input"  # WordCountDemo's names
 OUTPUT_TOPIC = "streams-wordcount-output"
@@ -96,14 +95,13 @@ def test_word_count_equals_pythons(
     try:
 
         def counted(expected: Counter[str]) -> bool:
-            assert app.running, app.describe()
             return latest_counts(strom.bootstrap) == dict(expected)
 
-        wait_until(
-            lambda: counted(word_counts(lines)),
-            COUNT_TIMEOUT_S,
-            lambda: f"counts {latest_counts(strom.bootstrap)}, expected "
-            f"{dict(word_counts(lines))}\n{app.describe()}",
+        def state(expected: Counter[str]) -> str:
+            return f"counts {latest_counts(strom.bootstrap)}, expected {dict(expected)}"
+
+        app.wait_for(
+            lambda: counted(word_counts(lines)), COUNT_TIMEOUT_S, lambda: state(word_counts(lines))
         )
         # Stopped (Ctrl-C: Streams commits and closes), its local state wiped, restarted
         # with more input: it restores its counts from the changelog topic on Strom and goes
@@ -113,11 +111,7 @@ def test_word_count_equals_pythons(
         more = random_lines(rng, 200)
         produce_lines(strom.bootstrap, more)
         app.start()
-        wait_until(
-            lambda: counted(word_counts(lines + more)),
-            COUNT_TIMEOUT_S,
-            lambda: f"counts {latest_counts(strom.bootstrap)}, expected "
-            f"{dict(word_counts(lines + more))}\n{app.describe()}",
-        )
+        total = word_counts(lines + more)
+        app.wait_for(lambda: counted(total), COUNT_TIMEOUT_S, lambda: state(total))
     finally:
         app.stop()

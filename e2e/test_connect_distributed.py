@@ -1,0 +1,182 @@
+"""Distributed Kafka Connect against Strom, with Apache Kafka's own jars: a
+connect-distributed.sh worker keeps its connector configs, source offsets and statuses in
+compacted topics on Strom, runs connectors created over its REST API, and after a restart
+(SIGTERM, then start again) resumes from the offsets it committed: no line of the source
+file is delivered twice, to the topic or to the sink file."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2e_records import read_partition
+from group_checks import committed_offsets
+from java_peers import PEERS_DIR
+from kafka_commands import KafkaCommands
+from strom_process import StromProcess, free_port
+
+CONNECT_FILE_JAR = PEERS_DIR / "lib" / "connect-file-4.3.1.jar"
+TOPIC = "connect-distributed-test"
+SINK_GROUP = "connect-local-file-sink"  # Connect's group of a sink connector: connect-<name>
+# Connect's internal topics, their partition counts by default and the cleanup policy it
+# asks for (and checks, refusing to start on a deleting one).
+INTERNAL_TOPICS = {"connect-configs": 1, "connect-offsets": 25, "connect-status": 5}
+START_TIMEOUT_S = 180.0
+ARRIVAL_TIMEOUT_S = 180.0
+
+
+class ConnectRest:
+    """Connect's REST API on one worker."""
+
+    def __init__(self, port: int) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+
+    def call(self, method: str, path: str, body: object = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read()
+        return json.loads(text) if text else None
+
+    def answers(self) -> bool:
+        try:
+            return "version" in self.call("GET", "/")
+        except (OSError, urllib.error.URLError):
+            return False
+
+    def task_states(self, connector: str) -> list[str]:
+        try:
+            status = self.call("GET", f"/connectors/{connector}/status")
+        except urllib.error.HTTPError:
+            return []
+        return [task["state"] for task in status["tasks"]]
+
+
+def worker_properties(work: Path, bootstrap: str, port: int) -> Path:
+    """Kafka's config/connect-distributed.properties, with replication factor 1 (one
+    broker), a short offset flush interval, the file connectors and a free REST port."""
+    settings = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "connect-cluster",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "offset.storage.topic": "connect-offsets",
+        "offset.storage.replication.factor": "1",
+        "config.storage.topic": "connect-configs",
+        "config.storage.replication.factor": "1",
+        "status.storage.topic": "connect-status",
+        "status.storage.replication.factor": "1",
+        "offset.flush.interval.ms": "1000",
+        "plugin.path": str(CONNECT_FILE_JAR),
+        "listeners": f"http://127.0.0.1:{port}",
+    }
+    path = work / "connect-distributed.properties"
+    path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+    return path
+
+
+def lines_of(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def topic_payloads(bootstrap: str) -> list[str]:
+    return [
+        json.loads(value or b"null")["payload"] for _, _, value in read_partition(bootstrap, TOPIC)
+    ]
+
+
+@pytest.mark.timeout(540)
+def test_worker_restart_resumes_without_redelivery(
+    strom: StromProcess, kafka_commands: KafkaCommands, tmp_path: Path
+) -> None:
+    source_file = tmp_path / "source.txt"
+    sink_file = tmp_path / "sink.txt"
+    first = [f"first {i}" for i in range(300)]
+    source_file.write_text("".join(f"{line}\n" for line in first))
+
+    port = free_port()
+    rest = ConnectRest(port)
+    worker = kafka_commands.start(
+        "connect-distributed.sh",
+        str(worker_properties(tmp_path, strom.bootstrap, port)),
+        log_path=tmp_path / "connect-distributed",
+        cwd=tmp_path,
+    )
+    try:
+        worker.wait_for(rest.answers, START_TIMEOUT_S, lambda: "no REST answer")
+        for name, config in (
+            ("local-file-source", {"connector.class": "FileStreamSource", "topic": TOPIC,
+                                   "file": str(source_file)}),
+            ("local-file-sink", {"connector.class": "FileStreamSink", "topics": TOPIC,
+                                 "file": str(sink_file)}),
+        ):  # fmt: skip
+            rest.call("POST", "/connectors", {"name": name, "config": {**config, "tasks.max": "1"}})
+            worker.wait_for(
+                lambda name=name: rest.task_states(name) == ["RUNNING"],  # type: ignore[misc]
+                START_TIMEOUT_S,
+                lambda name=name: f"{name}: tasks {rest.task_states(name)}",  # type: ignore[misc]
+            )
+
+        # Connect made its three topics on Strom, compacted as it asks.
+        for topic, partitions in INTERNAL_TOPICS.items():
+            described = kafka_commands.run(
+                "kafka-configs.sh", "--bootstrap-server", strom.bootstrap, "--describe",
+                "--entity-type", "topics", "--entity-name", topic, "--all",
+            ).stdout  # fmt: skip
+            assert "\n  cleanup.policy=compact " in described, described
+            offsets = kafka_commands.run(
+                "kafka-get-offsets.sh", "--bootstrap-server", strom.bootstrap, "--topic", topic
+            ).stdout.split()
+            assert len(offsets) == partitions, offsets
+
+        worker.wait_for(
+            lambda: lines_of(sink_file) == first,
+            ARRIVAL_TIMEOUT_S,
+            lambda: f"sink has {len(lines_of(sink_file))} lines",
+        )
+        assert topic_payloads(strom.bootstrap) == first
+
+        # The source task's offset (its position in the file) is committed to
+        # connect-offsets, and the sink's consumer offset to its group: then stop.
+        def source_position() -> int | None:
+            offsets = rest.call("GET", "/connectors/local-file-source/offsets")["offsets"]
+            return offsets[0]["offset"]["position"] if offsets else None
+
+        def sink_committed() -> int:
+            return committed_offsets(strom.bootstrap, SINK_GROUP, TOPIC, 1)[0][0]
+
+        size = source_file.stat().st_size
+        worker.wait_for(
+            lambda: source_position() == size,
+            ARRIVAL_TIMEOUT_S,
+            lambda: f"source offset {source_position()}, file size {size}",
+        )
+        worker.wait_for(
+            lambda: sink_committed() == len(first),
+            ARRIVAL_TIMEOUT_S,
+            lambda: f"sink group offset {sink_committed()}",
+        )
+        worker.stop()
+
+        # Lines written while the worker is down arrive after the restart, and only they:
+        # re-delivered ones would come before the last of them.
+        second = [f"second {i}" for i in range(200)]
+        with source_file.open("a") as f:
+            f.write("".join(f"{line}\n" for line in second))
+        worker.start()
+        worker.wait_for(
+            lambda: second[-1] in lines_of(sink_file),
+            START_TIMEOUT_S + ARRIVAL_TIMEOUT_S,
+            lambda: f"sink has {len(lines_of(sink_file))} lines",
+        )
+        assert lines_of(sink_file) == first + second
+        assert topic_payloads(strom.bootstrap) == first + second
+        assert rest.task_states("local-file-source") == ["RUNNING"]
+    finally:
+        worker.stop()
