@@ -134,6 +134,11 @@ class Service:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
 
+    def log_text(self) -> str:
+        """What the current (or last) run printed."""
+        path = self._log_file()
+        return path.read_bytes().decode("utf-8", "replace") if path.exists() else ""
+
     def log_tail(self, chars: int = LOG_TAIL_CHARS) -> str:
         path = self._log_file()
         if not path.exists():
