@@ -5,9 +5,11 @@ is against a Strom broker."""
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from kafka_commands import KafkaCommands
+from strom.protocol import apis
 from strom_process import StromProcess
 
 KAFKA_VERSION = "4.3.1"  # e2e/peers/pom.xml
@@ -23,6 +25,11 @@ VERSIONED = (
     "kafka-consumer-perf-test.sh",
     "kafka-leader-election.sh",
     "kafka-reassign-partitions.sh",
+    "kafka-log-dirs.sh",
+    "kafka-delete-records.sh",
+    "kafka-broker-api-versions.sh",
+    "kafka-acls.sh",
+    "kafka-streams-application-reset.sh",
 )
 HELPED = {
     "kafka-producer-perf-test.sh": "usage: kafka-producer-perf-test",
@@ -88,3 +95,25 @@ def test_the_quickstart_round_trip_pastes_as_is(
 
     offsets = kafka_commands.run("kafka-get-offsets.sh", *b, "--topic", topic)
     assert offsets.stdout.strip() == f"{topic}:0:{len(lines)}"
+
+
+@pytest.mark.timeout(300)
+def test_acls_and_api_versions_as_kafka_tells_them(
+    strom: StromProcess, kafka_commands: KafkaCommands
+) -> None:
+    """kafka-acls.sh: no authorizer, as on a Kafka broker without one (Strom has none);
+    kafka-broker-api-versions.sh: the broker's table, as Kafka's tool reads it."""
+    b = ["--bootstrap-server", strom.bootstrap]
+    listed = kafka_commands.run("kafka-acls.sh", *b, "--list", check=False)
+    assert listed.returncode == 1
+    assert listed.stdout.startswith(
+        "Error while executing ACL command: org.apache.kafka.common.errors."
+        "SecurityDisabledException: No Authorizer is configured on the broker\n"
+    ), listed.stdout
+
+    printed = kafka_commands.run("kafka-broker-api-versions.sh", *b).stdout
+    usable = {
+        int(key): (int(low), int(high or low))
+        for key, low, high in re.findall(r"\((\d+)\): (\d+)(?: to (\d+))? \[usable", printed)
+    }
+    assert usable == {int(key): versions for key, versions in apis.SUPPORTED_VERSIONS.items()}
