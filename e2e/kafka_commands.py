@@ -1,7 +1,8 @@
 """Kafka's commands as a user runs them: the scripts `make kafka-tools` writes
 (e2e/peers/kafka_tools.sh), here into a directory the test session owns so they run this
 checkout's jars. Short commands run to completion; Connect workers, MirrorMaker 2 and
-Streams applications run as long-lived processes stopped with SIGTERM, as Ctrl-C does."""
+Streams applications run as long-lived processes stopped with SIGTERM, as Ctrl-C does.
+Their configs start from the files the project ships in config/, as Kafka's do."""
 
 from __future__ import annotations
 
@@ -14,9 +15,26 @@ from pathlib import Path
 from java_peers import PEERS_DIR
 from waiting import wait_until
 
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
+CONNECT_FILE_JAR = PEERS_DIR / "lib" / "connect-file-4.3.1.jar"
 INSTALL_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 60.0
 LOG_TAIL_CHARS = 6000
+
+
+def shipped_properties(name: str, **overrides: str) -> dict[str, str]:
+    """config/NAME's settings (simple `key=value` lines), some replaced or added."""
+    settings = {}
+    for line in (CONFIG_DIR / name).read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            settings[key.strip()] = value.strip()
+    return settings | overrides
+
+
+def write_properties(path: Path, settings: dict[str, str]) -> Path:
+    path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
+    return path
 
 
 class KafkaCommands:

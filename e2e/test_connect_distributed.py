@@ -15,11 +15,9 @@ from typing import Any
 import pytest
 from e2e_records import read_partition
 from group_checks import committed_offsets
-from java_peers import PEERS_DIR
-from kafka_commands import KafkaCommands
+from kafka_commands import CONNECT_FILE_JAR, KafkaCommands, shipped_properties, write_properties
 from strom_process import StromProcess, free_port
 
-CONNECT_FILE_JAR = PEERS_DIR / "lib" / "connect-file-4.3.1.jar"
 TOPIC = "connect-distributed-test"
 SINK_GROUP = "connect-local-file-sink"  # Connect's group of a sink connector: connect-<name>
 # Connect's internal topics, their partition counts by default and the cleanup policy it
@@ -59,26 +57,18 @@ class ConnectRest:
 
 
 def worker_properties(work: Path, bootstrap: str, port: int) -> Path:
-    """Kafka's config/connect-distributed.properties, with replication factor 1 (one
-    broker), a short offset flush interval, the file connectors and a free REST port."""
-    settings = {
-        "bootstrap.servers": bootstrap,
-        "group.id": "connect-cluster",
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "offset.storage.topic": "connect-offsets",
-        "offset.storage.replication.factor": "1",
-        "config.storage.topic": "connect-configs",
-        "config.storage.replication.factor": "1",
-        "status.storage.topic": "connect-status",
-        "status.storage.replication.factor": "1",
-        "offset.flush.interval.ms": "1000",
-        "plugin.path": str(CONNECT_FILE_JAR),
-        "listeners": f"http://127.0.0.1:{port}",
-    }
-    path = work / "connect-distributed.properties"
-    path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
-    return path
+    """config/connect-distributed.properties as the project ships it (Kafka's, replication
+    factor 1), pointed at this broker and a free REST port, with a short flush interval."""
+    settings = shipped_properties(
+        "connect-distributed.properties",
+        **{
+            "bootstrap.servers": bootstrap,
+            "offset.flush.interval.ms": "1000",
+            "plugin.path": str(CONNECT_FILE_JAR),  # shipped relative to the project's root
+            "listeners": f"http://127.0.0.1:{port}",
+        },
+    )
+    return write_properties(work / "connect-distributed.properties", settings)
 
 
 def lines_of(path: Path) -> list[str]:

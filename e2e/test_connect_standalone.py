@@ -1,7 +1,7 @@
 """Kafka Connect's quickstart against Strom, with Apache Kafka's own jars: a standalone
-worker (connect-standalone.sh) runs the file source and file sink connectors of Kafka's
-config/ folder; every line of the input file arrives in topic connect-test and in the sink
-file, and so do lines appended later."""
+worker (connect-standalone.sh) runs the file source and file sink connectors with the
+config/ files the project ships (Kafka's); every line of the input file arrives in topic
+connect-test and in the sink file, and so do lines appended later."""
 
 from __future__ import annotations
 
@@ -10,60 +10,39 @@ from pathlib import Path
 
 import pytest
 from e2e_records import read_partition
-from java_peers import PEERS_DIR
-from kafka_commands import KafkaCommands
+from kafka_commands import (
+    CONFIG_DIR,
+    CONNECT_FILE_JAR,
+    KafkaCommands,
+    shipped_properties,
+    write_properties,
+)
 from strom_process import StromProcess, free_port
 
-CONNECT_FILE_JAR = PEERS_DIR / "lib" / "connect-file-4.3.1.jar"
 # A worker's first start loads its plugins and joins nothing: well under a minute on 2 busy
 # cores, but allow for a loaded CI box.
 ARRIVAL_TIMEOUT_S = 180.0
 
 
-def write_properties(path: Path, settings: dict[str, str]) -> Path:
-    path.write_text("".join(f"{key}={value}\n" for key, value in settings.items()))
-    return path
-
-
 def quickstart_configs(work: Path, bootstrap: str) -> list[str]:
-    """Kafka's config/connect-standalone.properties, connect-file-source.properties and
-    connect-file-sink.properties, pointed at this broker, a free REST port and a short
-    offset flush interval."""
-    worker = write_properties(
-        work / "connect-standalone.properties",
-        {
+    """config/connect-standalone.properties, connect-file-source.properties and
+    connect-file-sink.properties as the project ships them (Kafka's), the worker's pointed
+    at this broker, a free REST port, its own offsets file and a short flush interval."""
+    worker = shipped_properties(
+        "connect-standalone.properties",
+        **{
             "bootstrap.servers": bootstrap,
-            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "key.converter.schemas.enable": "true",
-            "value.converter.schemas.enable": "true",
             "offset.storage.file.filename": str(work / "connect.offsets"),
             "offset.flush.interval.ms": "1000",
-            "plugin.path": str(CONNECT_FILE_JAR),
+            "plugin.path": str(CONNECT_FILE_JAR),  # shipped relative to the project's root
             "listeners": f"http://127.0.0.1:{free_port()}",
         },
     )
-    source = write_properties(
-        work / "connect-file-source.properties",
-        {
-            "name": "local-file-source",
-            "connector.class": "FileStreamSource",
-            "tasks.max": "1",
-            "file": "test.txt",
-            "topic": "connect-test",
-        },
-    )
-    sink = write_properties(
-        work / "connect-file-sink.properties",
-        {
-            "name": "local-file-sink",
-            "connector.class": "FileStreamSink",
-            "tasks.max": "1",
-            "file": "test.sink.txt",
-            "topics": "connect-test",
-        },
-    )
-    return [str(worker), str(source), str(sink)]
+    return [
+        str(write_properties(work / "connect-standalone.properties", worker)),
+        str(CONFIG_DIR / "connect-file-source.properties"),
+        str(CONFIG_DIR / "connect-file-sink.properties"),
+    ]
 
 
 def lines_of(path: Path) -> list[str]:

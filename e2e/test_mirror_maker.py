@@ -125,9 +125,8 @@ def topic_config(bootstrap: str, topic: str, name: str) -> str | None:
 def cluster_id(bootstrap: str) -> str:
     from confluent_kafka.admin import AdminClient
 
-    return str(
-        AdminClient({"bootstrap.servers": bootstrap}).describe_cluster().result(30).cluster_id
-    )
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the answer comes
+    return str(admin.describe_cluster().result(30).cluster_id)
 
 
 def topic_exists(bootstrap: str, topic: str) -> bool:
