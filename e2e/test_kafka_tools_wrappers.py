@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 
 import pytest
+from apache_kafka import ApacheKafka
+from java_peers import JavaPeers
 from kafka_commands import KafkaCommands
 from strom.protocol import apis
 from strom_process import StromProcess
@@ -97,21 +100,41 @@ def test_the_quickstart_round_trip_pastes_as_is(
     assert offsets.stdout.strip() == f"{topic}:0:{len(lines)}"
 
 
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory, java_peers: JavaPeers) -> Iterator[ApacheKafka]:
+    node = ApacheKafka(tmp_path_factory.mktemp("kafka"), java_peers)
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
+
+
 @pytest.mark.timeout(300)
-def test_acls_and_api_versions_as_kafka_tells_them(
-    strom: StromProcess, kafka_commands: KafkaCommands
+@pytest.mark.parametrize("broker", ["kafka", "strom"])
+def test_kafka_acls_finds_no_authorizer(
+    request: pytest.FixtureRequest, kafka_commands: KafkaCommands, broker: str
 ) -> None:
-    """kafka-acls.sh: no authorizer, as on a Kafka broker without one (Strom has none);
-    kafka-broker-api-versions.sh: the broker's table, as Kafka's tool reads it."""
-    b = ["--bootstrap-server", strom.bootstrap]
-    listed = kafka_commands.run("kafka-acls.sh", *b, "--list", check=False)
+    """kafka-acls.sh --list on a broker without an authorizer: Apache Kafka's answer (no
+    authorizer.class.name), and Strom's, which has none."""
+    bootstrap = request.getfixturevalue(broker).bootstrap
+    listed = kafka_commands.run(
+        "kafka-acls.sh", "--bootstrap-server", bootstrap, "--list", check=False
+    )
     assert listed.returncode == 1
     assert listed.stdout.startswith(
         "Error while executing ACL command: org.apache.kafka.common.errors."
         "SecurityDisabledException: No Authorizer is configured on the broker\n"
     ), listed.stdout
 
-    printed = kafka_commands.run("kafka-broker-api-versions.sh", *b).stdout
+
+@pytest.mark.timeout(300)
+def test_kafka_broker_api_versions_reads_stroms_table(
+    strom: StromProcess, kafka_commands: KafkaCommands
+) -> None:
+    printed = kafka_commands.run(
+        "kafka-broker-api-versions.sh", "--bootstrap-server", strom.bootstrap
+    ).stdout
     usable = {
         int(key): (int(low), int(high or low))
         for key, low, high in re.findall(r"\((\d+)\): (\d+)(?: to (\d+))? \[usable", printed)
