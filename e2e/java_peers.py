@@ -14,6 +14,22 @@ LOG4J_OPTION = f"-Dlog4j2.configurationFile={PEERS_DIR / 'log4j2.xml'}"
 INSTALL_TIMEOUT_S = 600.0
 
 
+def run_peers_script(script: str, *args: str) -> None:
+    """`bash e2e/peers/SCRIPT ARGS` (idempotent set-up, fast when done), or raise."""
+    done = subprocess.run(
+        ["bash", str(PEERS_DIR / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"e2e/peers/{script} {' '.join(args)} failed ({done.returncode}):\n"
+            f"{done.stdout}\n{done.stderr}"
+        )
+
+
 class JavaPeers:
     """`java -cp e2e/peers/target/classes:e2e/peers/lib/* MAIN ARGS`, with a deadline."""
 
@@ -27,18 +43,7 @@ class JavaPeers:
         java = shutil.which("java")
         if java is None:
             raise FileNotFoundError("java")
-        done = subprocess.run(
-            ["bash", str(PEERS_DIR / "install.sh"), "java"],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(
-                f"e2e/peers/install.sh java failed ({done.returncode}):\n"
-                f"{done.stdout}\n{done.stderr}"
-            )
+        run_peers_script("install.sh", "java")
         return cls(java)
 
     def run(

@@ -6,20 +6,38 @@ Their configs start from the files the project ships in config/, as Kafka's do."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from java_peers import PEERS_DIR
+from e2e_records import read_partition
+from java_peers import PEERS_DIR, run_peers_script
 from waiting import wait_until
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 CONNECT_FILE_JAR = PEERS_DIR / "lib" / "connect-file-4.3.1.jar"
-INSTALL_TIMEOUT_S = 600.0
 STOP_TIMEOUT_S = 60.0
 LOG_TAIL_CHARS = 6000
+
+
+def file_lines(path: Path) -> list[str]:
+    """The lines of a file a file connector reads or writes (none before it exists)."""
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def connect_payloads(bootstrap: str, topic: str) -> list[str]:
+    """The string payloads of a topic's records (partition 0) as Connect's JsonConverter
+    writes them: {"schema":{"type":"string","optional":false},"payload":...}."""
+    payloads = []
+    for _, _, value in read_partition(bootstrap, topic):
+        assert value is not None
+        envelope = json.loads(value)
+        assert envelope["schema"] == {"type": "string", "optional": False}, envelope
+        payloads.append(envelope["payload"])
+    return payloads
 
 
 def shipped_properties(name: str, **overrides: str) -> dict[str, str]:
@@ -46,18 +64,7 @@ class KafkaCommands:
     @classmethod
     def install(cls, bin_dir: Path) -> KafkaCommands:
         """`e2e/peers/kafka_tools.sh BIN_DIR` (resolves the jars first if needed), or raise."""
-        done = subprocess.run(
-            ["bash", str(PEERS_DIR / "kafka_tools.sh"), str(bin_dir)],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(
-                f"e2e/peers/kafka_tools.sh failed ({done.returncode}):\n"
-                f"{done.stdout}\n{done.stderr}"
-            )
+        run_peers_script("kafka_tools.sh", str(bin_dir))
         return cls(bin_dir)
 
     def path(self, name: str) -> str:

@@ -13,9 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2e_records import read_partition
 from group_checks import committed_offsets
-from kafka_commands import CONNECT_FILE_JAR, KafkaCommands, shipped_properties, write_properties
+from kafka_commands import (
+    CONNECT_FILE_JAR,
+    KafkaCommands,
+    connect_payloads,
+    file_lines,
+    shipped_properties,
+    write_properties,
+)
 from strom_process import StromProcess, free_port
 
 TOPIC = "connect-distributed-test"
@@ -71,16 +77,6 @@ def worker_properties(work: Path, bootstrap: str, port: int) -> Path:
     return write_properties(work / "connect-distributed.properties", settings)
 
 
-def lines_of(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def topic_payloads(bootstrap: str) -> list[str]:
-    return [
-        json.loads(value or b"null")["payload"] for _, _, value in read_partition(bootstrap, TOPIC)
-    ]
-
-
 @pytest.mark.timeout(540)
 def test_worker_restart_resumes_without_redelivery(
     strom: StromProcess, kafka_commands: KafkaCommands, tmp_path: Path
@@ -126,11 +122,11 @@ def test_worker_restart_resumes_without_redelivery(
             assert len(offsets) == partitions, offsets
 
         worker.wait_for(
-            lambda: lines_of(sink_file) == first,
+            lambda: file_lines(sink_file) == first,
             ARRIVAL_TIMEOUT_S,
-            lambda: f"sink has {len(lines_of(sink_file))} lines",
+            lambda: f"sink has {len(file_lines(sink_file))} lines",
         )
-        assert topic_payloads(strom.bootstrap) == first
+        assert connect_payloads(strom.bootstrap, TOPIC) == first
 
         # The source task's offset (its position in the file) is committed to
         # connect-offsets, and the sink's consumer offset to its group: then stop.
@@ -161,12 +157,12 @@ def test_worker_restart_resumes_without_redelivery(
             f.write("".join(f"{line}\n" for line in second))
         worker.start()
         worker.wait_for(
-            lambda: second[-1] in lines_of(sink_file),
+            lambda: second[-1] in file_lines(sink_file),
             START_TIMEOUT_S + ARRIVAL_TIMEOUT_S,
-            lambda: f"sink has {len(lines_of(sink_file))} lines",
+            lambda: f"sink has {len(file_lines(sink_file))} lines",
         )
-        assert lines_of(sink_file) == first + second
-        assert topic_payloads(strom.bootstrap) == first + second
+        assert file_lines(sink_file) == first + second
+        assert connect_payloads(strom.bootstrap, TOPIC) == first + second
         assert rest.task_states("local-file-source") == ["RUNNING"]
     finally:
         worker.stop()

@@ -5,15 +5,15 @@ connect-test and in the sink file, and so do lines appended later."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from e2e_records import read_partition
 from kafka_commands import (
     CONFIG_DIR,
     CONNECT_FILE_JAR,
     KafkaCommands,
+    connect_payloads,
+    file_lines,
     shipped_properties,
     write_properties,
 )
@@ -45,21 +45,6 @@ def quickstart_configs(work: Path, bootstrap: str) -> list[str]:
     ]
 
 
-def lines_of(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def topic_payloads(bootstrap: str) -> list[str]:
-    """The payloads of connect-test's records, JsonConverter's envelopes checked."""
-    payloads = []
-    for _, _, value in read_partition(bootstrap, "connect-test"):
-        assert value is not None
-        envelope = json.loads(value)
-        assert envelope["schema"] == {"type": "string", "optional": False}, envelope
-        payloads.append(envelope["payload"])
-    return payloads
-
-
 @pytest.mark.timeout(420)
 def test_file_source_to_topic_to_file_sink(
     strom: StromProcess, kafka_commands: KafkaCommands, tmp_path: Path
@@ -76,11 +61,11 @@ def test_file_source_to_topic_to_file_sink(
     )
     try:
         worker.wait_for(
-            lambda: lines_of(sink_file) == ["foo", "bar"],
+            lambda: file_lines(sink_file) == ["foo", "bar"],
             ARRIVAL_TIMEOUT_S,
-            lambda: f"sink file: {lines_of(sink_file)}",
+            lambda: f"sink file: {file_lines(sink_file)}",
         )
-        assert topic_payloads(strom.bootstrap) == ["foo", "bar"]
+        assert connect_payloads(strom.bootstrap, "connect-test") == ["foo", "bar"]
 
         # `echo Another line >> test.txt`, and more: each line arrives once, in order.
         appended = ["Another line", *(f"line {i}" for i in range(200))]
@@ -88,10 +73,10 @@ def test_file_source_to_topic_to_file_sink(
             f.write("".join(f"{line}\n" for line in appended))
         expected = ["foo", "bar", *appended]
         worker.wait_for(
-            lambda: lines_of(sink_file) == expected,
+            lambda: file_lines(sink_file) == expected,
             ARRIVAL_TIMEOUT_S,
-            lambda: f"sink file has {len(lines_of(sink_file))} lines",
+            lambda: f"sink file has {len(file_lines(sink_file))} lines",
         )
-        assert topic_payloads(strom.bootstrap) == expected
+        assert connect_payloads(strom.bootstrap, "connect-test") == expected
     finally:
         worker.stop()

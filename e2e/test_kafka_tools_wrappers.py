@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 
 import pytest
-from apache_kafka import ApacheKafka
-from java_peers import JavaPeers
 from kafka_commands import KafkaCommands
 from strom.protocol import apis
 from strom_process import StromProcess
@@ -98,16 +95,6 @@ def test_the_quickstart_round_trip_pastes_as_is(
 
     offsets = kafka_commands.run("kafka-get-offsets.sh", *b, "--topic", topic)
     assert offsets.stdout.strip() == f"{topic}:0:{len(lines)}"
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory, java_peers: JavaPeers) -> Iterator[ApacheKafka]:
-    node = ApacheKafka(tmp_path_factory.mktemp("kafka"), java_peers)
-    try:
-        node.start()
-        yield node
-    finally:
-        node.stop()
 
 
 @pytest.mark.timeout(300)

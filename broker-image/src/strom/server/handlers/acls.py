@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.protocol import apis, shaping
+from strom.protocol import apis
 
 if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
@@ -24,15 +24,10 @@ DESCRIBE_MESSAGE = "No Authorizer is configured on the broker"
 CHANGE_MESSAGE = "No Authorizer is configured."
 
 
-def _answer(request: apis.Request, body: dict[str, Any]) -> Any:
-    response_type = apis.response_class(request.header.api_key, request.header.api_version)
-    return shaping.build(response_type, {"throttle_time": 0, **body})
-
-
 async def handle_describe_acls(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
-    return _answer(
+    return apis.build_response(
         request,
         {
             "error_code": ErrorCode.security_disabled,
@@ -46,7 +41,7 @@ async def handle_create_acls(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     refused = {"error_code": ErrorCode.security_disabled, "error_message": CHANGE_MESSAGE}
-    return _answer(request, {"results": [refused for _ in request.body.creations]})
+    return apis.build_response(request, {"results": [refused for _ in request.body.creations]})
 
 
 async def handle_delete_acls(
@@ -57,4 +52,4 @@ async def handle_delete_acls(
         "error_message": CHANGE_MESSAGE,
         "matching_acls": [],
     }
-    return _answer(request, {"filter_results": [refused for _ in request.body.filters]})
+    return apis.build_response(request, {"filter_results": [refused for _ in request.body.filters]})
