@@ -54,6 +54,18 @@ class ConnectRest:
         except (OSError, urllib.error.URLError):
             return False
 
+    def put_connector(self, name: str, config: dict[str, str]) -> bool:
+        """Create (or update: PUT is idempotent, so a retry is safe) a connector. False
+        while the worker cannot take it yet: starting (503), or its group rebalancing or
+        its config topic being read (409), as happens right after a start."""
+        try:
+            self.call("PUT", f"/connectors/{name}/config", config)
+        except urllib.error.HTTPError as e:
+            if e.code in (409, 503):
+                return False
+            raise
+        return True
+
     def task_states(self, connector: str) -> list[str]:
         try:
             status = self.call("GET", f"/connectors/{connector}/status")
@@ -96,18 +108,26 @@ def test_worker_restart_resumes_without_redelivery(
     )
     try:
         worker.wait_for(rest.answers, START_TIMEOUT_S, lambda: "no REST answer")
-        for name, config in (
-            ("local-file-source", {"connector.class": "FileStreamSource", "topic": TOPIC,
-                                   "file": str(source_file)}),
-            ("local-file-sink", {"connector.class": "FileStreamSink", "topics": TOPIC,
-                                 "file": str(sink_file)}),
-        ):  # fmt: skip
-            rest.call("POST", "/connectors", {"name": name, "config": {**config, "tasks.max": "1"}})
+
+        def run_connector(name: str, config: dict[str, str]) -> None:
+            config = {**config, "name": name, "tasks.max": "1"}
             worker.wait_for(
-                lambda name=name: rest.task_states(name) == ["RUNNING"],  # type: ignore[misc]
-                START_TIMEOUT_S,
-                lambda name=name: f"{name}: tasks {rest.task_states(name)}",  # type: ignore[misc]
+                lambda: rest.put_connector(name, config), START_TIMEOUT_S, lambda: "not taken"
             )
+            worker.wait_for(
+                lambda: rest.task_states(name) == ["RUNNING"],
+                START_TIMEOUT_S,
+                lambda: f"{name}: tasks {rest.task_states(name)}",
+            )
+
+        run_connector(
+            "local-file-source",
+            {"connector.class": "FileStreamSource", "topic": TOPIC, "file": str(source_file)},
+        )
+        run_connector(
+            "local-file-sink",
+            {"connector.class": "FileStreamSink", "topics": TOPIC, "file": str(sink_file)},
+        )
 
         # Connect made its three topics on Strom, compacted as it asks.
         for topic, partitions in INTERNAL_TOPICS.items():
@@ -131,7 +151,10 @@ def test_worker_restart_resumes_without_redelivery(
         # The source task's offset (its position in the file) is committed to
         # connect-offsets, and the sink's consumer offset to its group: then stop.
         def source_position() -> int | None:
-            offsets = rest.call("GET", "/connectors/local-file-source/offsets")["offsets"]
+            try:
+                offsets = rest.call("GET", "/connectors/local-file-source/offsets")["offsets"]
+            except urllib.error.HTTPError:  # 409 while the worker rebalances
+                return None
             return offsets[0]["offset"]["position"] if offsets else None
 
         def sink_committed() -> int:
