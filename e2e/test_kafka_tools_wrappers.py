@@ -1,13 +1,16 @@
 """`make kafka-tools`: Kafka's commands by their own names (kafka-topics.sh, ...,
 connect-mirror-maker.sh) run Apache Kafka's jars, quietly, so a tutorial's lines paste as
-is against a Strom broker."""
+is against a Strom broker. `make peers`, which resolves those jars, prints plain text."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+import subprocess
 
 import pytest
+from java_peers import PEERS_DIR
 from kafka_commands import KafkaCommands
 from strom.protocol import apis
 from strom_process import StromProcess
@@ -127,3 +130,21 @@ def test_kafka_broker_api_versions_reads_stroms_table(
         for key, low, high in re.findall(r"\((\d+)\): (\d+)(?: to (\d+))? \[usable", printed)
     }
     assert usable == {int(key): versions for key, versions in apis.SUPPORTED_VERSIONS.items()}
+
+
+def test_the_peers_maven_prints_no_escape_codes() -> None:
+    """e2e/peers/install.sh runs Maven as `maven` (java_peer.sh): Debian's Maven 3.8
+    otherwise prints bold and reset escape codes even in batch mode."""
+    if shutil.which("mvn") is None:
+        pytest.skip("Maven is not installed")
+    done = subprocess.run(
+        ["bash", "-c", 'source "$0" && maven --version', str(PEERS_DIR / "java_peer.sh")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    printed = done.stdout + done.stderr
+    assert done.returncode == 0, printed
+    assert printed.startswith("Apache Maven "), printed
+    assert "\x1b" not in printed, repr(printed)
