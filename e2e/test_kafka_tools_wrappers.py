@@ -58,8 +58,9 @@ def test_every_command_is_there_and_runs_kafka(kafka_commands: KafkaCommands) ->
         done = kafka_commands.run(name, flag, timeout=60, check=False)
         assert usage in done.stdout, (name, done.returncode, done.stdout, done.stderr)
     # Without arguments the Connect scripts print their usage and fail, as Kafka's do.
-    done = kafka_commands.run("connect-standalone.sh", check=False)
-    assert done.returncode == 1 and "USAGE:" in done.stderr
+    for name in ("connect-standalone.sh", "connect-distributed.sh", "connect-mirror-maker.sh"):
+        done = kafka_commands.run(name, check=False)
+        assert done.returncode == 1 and done.stderr.startswith("USAGE: "), (name, done)
 
 
 @pytest.mark.timeout(300)

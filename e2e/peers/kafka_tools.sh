@@ -41,10 +41,12 @@ tools=(
 )
 
 # Connect's own usage line is an INFO log line (so hidden at WARN): the scripts print
-# Kafka's bin/connect-*.sh usage themselves, for no argument or --help.
+# Kafka's bin/connect-*.sh usage themselves, for no argument or --help (MirrorMaker's
+# driver has its own -h).
 declare -A usages=(
     [connect-standalone.sh]="connect-standalone.properties [connector1.properties connector2.json ...]"
     [connect-distributed.sh]="connect-distributed.properties"
+    [connect-mirror-maker.sh]="mm2.properties"
 )
 
 # write_script NAME MAIN HEAP: MAIN is a class name, or empty for kafka-run-class.sh
