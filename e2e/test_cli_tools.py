@@ -10,7 +10,8 @@ import dataclasses
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import group_checks as gc
@@ -621,6 +622,55 @@ def test_topic_configs_described_as_kafka_describes_them(
     bad.write_text("no.such.property=1\n")
     refused = run("strom-topics", *b, "--command-config", str(bad), "--list", check=False)
     assert refused.rc == 1 and "no.such.property" in refused.err, str(refused)
+
+
+# --- DescribeTopicPartitions ------------------------------------------------------------
+
+
+def requests_of(broker: StromProcess, api: str) -> float:
+    """How many requests of `api` the broker handled, from its /metrics."""
+    prefix = f'strom_requests_total{{api="{api}"'
+    with urllib.request.urlopen(f"{broker.metrics_url}/metrics", timeout=10) as response:
+        lines = response.read().decode().splitlines()
+    return sum(float(line.split()[-1]) for line in lines if line.startswith(prefix))
+
+
+@pytest.mark.timeout(240)
+def test_kafka_topics_describe_pages_through_describe_topic_partitions(
+    strom_factory: Callable[..., StromProcess], java_peers: JavaPeers
+) -> None:
+    """Kafka 4's TopicCommand describes topics with DescribeTopicPartitions; a broker limit
+    of 3 partitions a response makes it follow next_cursor through 4 pages for 7+2+1
+    partitions, and what it prints is what strom-topics prints."""
+    broker = strom_factory(overrides={"max.request.partition.size.limit": "3"})
+    broker.start()
+    b = ["--bootstrap-server", broker.bootstrap]
+    for name, count in (("paged-a", 7), ("paged-b", 2), ("paged-c", 1)):
+        run("strom-topics", *b, "--create", "--topic", name, "--partitions", str(count))
+    before = requests_of(broker, "DESCRIBE_TOPIC_PARTITIONS")
+    theirs = kafka(java_peers, TOPIC_COMMAND, *b, "--describe", "--topic", "paged-.*")
+    pages = requests_of(broker, "DESCRIBE_TOPIC_PARTITIONS") - before
+    assert pages >= 4, f"{pages} DescribeTopicPartitions requests\n{theirs}"
+    described = described_topics(theirs.out)
+    assert {name: len(t["partitions"]) for name, t in described.items()} == {  # type: ignore[arg-type]
+        "paged-a": 7,
+        "paged-b": 2,
+        "paged-c": 1,
+    }
+    ours = run("strom-topics", *b, "--describe", "--topic", "paged-.*")
+    assert sorted(ours.out.splitlines()) == sorted(theirs.out.splitlines())  # topics in any order
+    # the client's own limit, lower than the broker's, pages too
+    small = kafka(
+        java_peers,
+        TOPIC_COMMAND,
+        *b,
+        "--describe",
+        "--topic",
+        "paged-a",
+        "--partition-size-limit-per-response",
+        "2",
+    )
+    assert small.out == run("strom-topics", *b, "--describe", "--topic", "paged-a").out
 
 
 # --- errors ------------------------------------------------------------------------------

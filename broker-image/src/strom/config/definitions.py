@@ -481,6 +481,7 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("socket.receive.buffer.bytes", _I, "102400", "SO_RCVBUF of server sockets; -1 means the OS default."),
     ConfigDef("socket.listen.backlog.size", _I, "50", "Maximum pending connections on a listening socket.", AtLeast(1)),
     ConfigDef("connections.max.idle.ms", _L, "600000", "Idle connections are closed after this many milliseconds."),
+    ConfigDef("max.request.partition.size.limit", _I, "2000", "The most partitions one DescribeTopicPartitions response may describe; the client pages through the rest.", AtLeast(1)),
     ConfigDef("fetch.max.bytes", _I, "57671680", "Maximum bytes returned for a fetch request.", AtLeast(1024)),
     # Kafka's default is -1 (no limit): N clients each sending a request just under
     # socket.request.max.bytes then cost N times that in memory (10 took Strom to 1.1 GiB).

@@ -62,6 +62,8 @@ class ApiKey(enum.IntEnum):
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
     ALLOCATE_PRODUCER_IDS = 67
+    LIST_CONFIG_RESOURCES = 74
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 # (min, max) per API served on a listener.
@@ -100,6 +102,7 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_QUORUM: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
 # What a Kafka 4 controller answers on its controller listener, of what Strom serves there:

@@ -30,6 +30,7 @@ from strom.server.handlers import (
     quorum,
     quorum_rpcs,
     reassignments,
+    topic_partitions,
     topics,
     versions,
 )
@@ -40,6 +41,7 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.API_VERSIONS: versions.handle_api_versions,
     apis.ApiKey.METADATA: cluster_info.handle_metadata,
     apis.ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
+    apis.ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle_describe_topic_partitions,
     apis.ApiKey.DESCRIBE_QUORUM: forwarding.forwarded(quorum.handle_describe_quorum),
     apis.ApiKey.PRODUCE: producing.handle_produce,
     apis.ApiKey.FETCH: fetching.handle_fetch,
