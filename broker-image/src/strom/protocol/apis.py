@@ -73,7 +73,7 @@ VersionTable = dict[ApiKey, tuple[int, int]]
 SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.PRODUCE: (3, 13),
     ApiKey.FETCH: (4, 17),
-    ApiKey.LIST_OFFSETS: (1, 10),
+    ApiKey.LIST_OFFSETS: (1, 11),  # v11: -6 (earliest pending upload), -1 without tiering
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (2, 9),  # v10 names topics by id
     ApiKey.OFFSET_FETCH: (1, 9),  # v10 names topics by id
@@ -101,7 +101,7 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_QUORUM: (0, 2),
-    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),  # v2: include_fenced_brokers, is_fenced
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
