@@ -1,8 +1,9 @@
-"""Group configs (GROUP resources, type 32) through the dispatcher, as Kafka 4's
-`kafka-configs --entity-type groups` sends them: IncrementalAlterConfigs validated against
-the broker's group.consumer.* bounds, DescribeConfigs with GROUP_CONFIG sources and the
-broker synonyms, the config cache's `group(group_id)` that the coordinator reads, and
-the configs kept across a restart (metadata records and snapshots)."""
+"""Group configs (GROUP resources, type 32) and ListConfigResources through the
+dispatcher, as Kafka 4's `kafka-configs --entity-type groups` sends them:
+IncrementalAlterConfigs validated against the broker's group.consumer.* bounds,
+DescribeConfigs with GROUP_CONFIG sources and the broker synonyms, the config cache's
+`group(group_id)` that the coordinator reads, and the configs kept across a restart
+(metadata records and snapshots)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ from test_config_handlers import OK, SET, incremental, legacy
 from test_config_handlers import describe as describe_configs
 
 ConfigSource = definitions.ConfigSource
-GROUP = 32
+TOPIC, GROUP = 2, 32
 DELETE = 1
-DESCRIBE_CONFIGS = 32
+DESCRIBE_CONFIGS, LIST_CONFIG_RESOURCES = 32, 74
 
 
 async def test_a_set_group_config_is_what_the_coordinator_reads(
@@ -155,3 +156,23 @@ async def test_describe_of_a_nameless_group_is_an_invalid_request(
         ErrorCode.invalid_request,
         "Group name must not be empty",
     )
+
+
+async def test_list_config_resources_lists_topics_brokers_and_configured_groups(
+    broker: broker_module.Broker,
+) -> None:
+    await incremental(broker, [(GROUP, "tuned", [("consumer.session.timeout.ms", SET, "50000")])])
+
+    async def listed(version: int, types: list[int]) -> tuple[ErrorCode, list[tuple[int, str]]]:
+        body = {"resource_types": types} if version else {}
+        response = await call(broker, LIST_CONFIG_RESOURCES, version, body)
+        found = [(int(r.resource_type), r.resource_name) for r in response.config_resources]
+        return response.error_code, found
+
+    assert await listed(0, []) == (ErrorCode.none, [])  # client metrics only: none
+    assert await listed(1, [GROUP]) == (ErrorCode.none, [(GROUP, "tuned")])
+    code, everything = await listed(1, [])
+    assert code == ErrorCode.none
+    assert (TOPIC, "orders") in everything and (GROUP, "tuned") in everything
+    assert await listed(1, [TOPIC]) == (ErrorCode.none, [(TOPIC, "orders")])
+    assert await listed(1, [99]) == (ErrorCode.unsupported_version, [])

@@ -102,6 +102,7 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_QUORUM: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 2),  # v2: include_fenced_brokers, is_fenced
+    ApiKey.LIST_CONFIG_RESOURCES: (0, 1),  # v0: ListClientMetricsResources
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 

@@ -17,6 +17,7 @@ from strom.server.context import BrokerContext, RequestContext
 from strom.server.handlers import (
     broker_lifecycle,
     cluster_info,
+    config_resources,
     configs,
     elections,
     fetching,
@@ -60,6 +61,7 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
         reassignments.handle_list_partition_reassignments
     ),
     apis.ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+    apis.ApiKey.LIST_CONFIG_RESOURCES: config_resources.handle_list_config_resources,
     apis.ApiKey.ALTER_CONFIGS: forwarding.forwarded(configs.handle_alter_configs),
     apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: forwarding.forwarded(
         configs.handle_incremental_alter_configs
