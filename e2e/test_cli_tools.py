@@ -10,6 +10,7 @@ import dataclasses
 import signal
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -622,6 +623,45 @@ def test_topic_configs_described_as_kafka_describes_them(
     bad.write_text("no.such.property=1\n")
     refused = run("strom-topics", *b, "--command-config", str(bad), "--list", check=False)
     assert refused.rc == 1 and "no.such.property" in refused.err, str(refused)
+
+
+@pytest.mark.timeout(180)
+def test_configs_entity_default_and_unknown_brokers(
+    broker: StromProcess, java_peers: JavaPeers
+) -> None:
+    b = ["--bootstrap-server", broker.bootstrap]
+    defaults = ("--entity-type", "brokers", "--entity-default")
+    altered = run(
+        "strom-configs", *b, "--alter", *defaults, "--add-config", "log.cleaner.backoff.ms=16000"
+    )
+    assert altered.out == "Completed updating default config for brokers in the cluster.\n"
+    ours = run("strom-configs", *b, "--describe", *defaults).out
+    theirs = kafka(java_peers, CONFIG_COMMAND, *b, "--describe", *defaults).out
+    assert ours == theirs
+    assert (
+        "log.cleaner.backoff.ms=16000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+        in ours
+    )
+    run("strom-configs", *b, "--alter", *defaults, "--delete-config", "log.cleaner.backoff.ms")
+    assert "log.cleaner.backoff.ms" not in run("strom-configs", *b, "--describe", *defaults).out
+
+    # an unknown broker id: at once, not after librdkafka's request time-out
+    started = time.monotonic()
+    unknown = ("--entity-type", "brokers", "--entity-name", "99")
+    described = run("strom-configs", *b, "--describe", *unknown)
+    assert described.out == kafka(java_peers, CONFIG_COMMAND, *b, "--describe", *unknown).out
+    assert described.out == "The broker '99' doesn't exist and doesn't have dynamic config.\n"
+    refused = run(
+        "strom-configs",
+        *b,
+        "--alter",
+        *unknown,
+        "--add-config",
+        "log.cleaner.backoff.ms=1",
+        check=False,
+    )
+    assert refused.rc == 1 and "Broker 99 is not in the cluster" in refused.err, str(refused)
+    assert time.monotonic() - started < 20.0
 
 
 # --- DescribeTopicPartitions ------------------------------------------------------------

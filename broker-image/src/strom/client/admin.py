@@ -91,7 +91,8 @@ class Admin(steps.Session):
         return self._run(topics.topic_configs(self, names))
 
     def broker_configs(self, broker: str) -> list[results.ConfigEntry]:
-        """Every config of one broker (`broker` is its id)."""
+        """Every config of one broker (`broker` is its id; "" the cluster-wide defaults:
+        only what is set there). An unknown id is a NotFoundError at once."""
         return self._run(topics.broker_configs(self, broker))
 
     def alter_configs(
@@ -102,7 +103,8 @@ class Admin(steps.Session):
         delete_configs: Sequence[str],
     ) -> None:
         """IncrementalAlterConfigs on a topic or a broker (`resource_type` "topic" or
-        "broker"): SET the given values, DELETE the given names (back to their default)."""
+        "broker"; broker "" is the cluster-wide default): SET the given values, DELETE the
+        given names (back to their default)."""
         self._run(topics.alter_configs(self, resource_type, name, set_configs, delete_configs))
 
     # --- cluster ----------------------------------------------------------------------
