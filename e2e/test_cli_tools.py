@@ -17,8 +17,10 @@ from pathlib import Path
 
 import group_checks as gc
 import pytest
+from confluent_kafka import Consumer
 from java_peers import JavaPeers
 from strom_process import StromProcess, free_port
+from waiting import wait_until
 
 TOOL_TIMEOUT_S = 60.0
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
@@ -662,6 +664,60 @@ def test_configs_entity_default_and_unknown_brokers(
     )
     assert refused.rc == 1 and "Broker 99 is not in the cluster" in refused.err, str(refused)
     assert time.monotonic() - started < 20.0
+
+
+@pytest.mark.timeout(240)
+def test_delete_offsets_reports_as_kafkas_tool(broker: StromProcess, java_peers: JavaPeers) -> None:
+    """--delete-offsets (OffsetDelete) of a subscribed topic, of one partition, of unknown
+    topics and partitions and of an unknown group: our report is Kafka's, line for line."""
+    b = ["--bootstrap-server", broker.bootstrap]
+    topic, group = "offsets-to-delete", "deleting-group"
+    run("strom-topics", *b, "--create", "--topic", topic, "--partitions", "3")
+    run(
+        "strom-console-producer",
+        *b,
+        "--topic",
+        topic,
+        "--property",
+        "parse.key=true",
+        stdin="".join(f"{k}\tv\n" for k in "abcdefghij"),
+    )
+
+    def both(*args: str) -> str:
+        ours = run("strom-consumer-groups", *b, "--delete-offsets", *args, check=False)
+        theirs = kafka(java_peers, GROUP_COMMAND, *b, "--delete-offsets", *args)
+        assert ours.out == theirs.out, f"--- ours ---\n{ours}\n--- Kafka's ---\n{theirs}"
+        return ours.out
+
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    try:
+        read = wait_until(
+            lambda: consumer.poll(0.5) is not None and len(consumer.assignment()) == 3,
+            60.0,
+            "the consumer owns the topic's 3 partitions",
+        )
+        assert read
+        consumer.commit(asynchronous=False)  # offsets for the partitions read so far
+        subscribed = both("--group", group, "--topic", topic)
+        assert "Encountered some partition-level error" in subscribed
+        assert subscribed.count("GroupSubscribedToTopicException") == 3
+    finally:
+        consumer.close()
+    assert "Successful" in both("--group", group, "--topic", f"{topic}:1")
+    unknown_topic = both("--group", group, "--topic", "no-such-topic")
+    assert unknown_topic.startswith("Request succeeded for deleting offsets from group")
+    assert "no-such-topic   -          Error: " in unknown_topic
+    assert "UnknownTopicOrPartitionException" in both("--group", group, "--topic", f"{topic}:7")
+    assert "Error: The group id does not exist." in both("--group", "nobody", "--topic", topic)
+    # ours alone: Strom forgets a group with neither members nor offsets at once, Kafka at
+    # its next offsets cleanup, so a second run would find no group here
+    done = run("strom-consumer-groups", *b, "--delete-offsets", "--group", group, "--topic", topic)
+    assert done.out.count("Successful") == 3
+    committed = run("strom-consumer-groups", *b, "--describe", "--group", group, check=False)
+    assert topic not in committed.out
 
 
 # --- DescribeTopicPartitions ------------------------------------------------------------

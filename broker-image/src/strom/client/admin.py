@@ -22,7 +22,17 @@ from typing import Any, TypeVar
 
 import confluent_kafka
 
-from strom.client import cluster, connection, errors, groups, results, steps, topics, wire
+from strom.client import (
+    cluster,
+    connection,
+    errors,
+    groups,
+    offset_deletion,
+    results,
+    steps,
+    topics,
+    wire,
+)
 
 T = TypeVar("T")
 
@@ -132,6 +142,13 @@ class Admin(steps.Session):
     ) -> None:
         """Commit `offsets` for a group (it must have no active members)."""
         self._run(groups.alter_committed_offsets(self, group_id, offsets))
+
+    def delete_committed_offsets(
+        self, group_id: str, partitions: Sequence[results.TopicPartition]
+    ) -> results.OffsetDeletion:
+        """OffsetDelete: remove the group's committed offsets of `partitions` (refused with
+        GROUP_SUBSCRIBED_TO_TOPIC for a topic its members consume). (Sent by `wire`.)"""
+        return self._run(offset_deletion.delete_committed_offsets(self, group_id, partitions))
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, errors.ClientError | None]:
         """Delete groups; for each, None on success or the error that refused it."""
@@ -301,6 +318,11 @@ class AsyncAdmin(steps.Session):
         self, group_id: str, offsets: Mapping[results.TopicPartition, int]
     ) -> None:
         await self._run(groups.alter_committed_offsets(self, group_id, offsets))
+
+    async def delete_committed_offsets(
+        self, group_id: str, partitions: Sequence[results.TopicPartition]
+    ) -> results.OffsetDeletion:
+        return await self._run(offset_deletion.delete_committed_offsets(self, group_id, partitions))
 
     async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, errors.ClientError | None]:
         return await self._run(groups.delete_groups(self, group_ids))
