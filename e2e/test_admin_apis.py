@@ -305,5 +305,17 @@ def test_get_offsets_on_a_partition_emptied_by_delete_records(
             ).stdout.replace(topic, "T")
             for time in ("-1", "-2", "-3", "-4", "-5")
         }
+        missing = java_peers.run(
+            GET_OFFSETS,
+            "--bootstrap-server",
+            node,
+            "--topic",
+            topic,
+            "--partitions",
+            "5",
+            check=False,
+        )
+        printed[name]["--partitions 5"] = f"{missing.returncode} {missing.stderr.splitlines()[-1]}"
     assert printed["strom"] == printed["kafka"]
+    assert "Could not match any topic-partitions" in printed["strom"]["--partitions 5"]
     assert printed["strom"]["-3"] == "T:0:2\n"  # the record with the largest timestamp

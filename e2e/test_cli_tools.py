@@ -825,6 +825,21 @@ def test_errors_name_the_problem_and_exit_non_zero(broker: StromProcess) -> None
         check=False,
     )
     assert bad_partition.rc == 1 and 'The partitions "two-7" do not exist' in bad_partition.err
+    started = time.monotonic()
+    no_partition = run(
+        "strom-console-consumer",
+        *b,
+        "--topic",
+        "two",
+        "--partition",
+        "7",
+        "--timeout-ms",
+        "30000",
+        check=False,
+    )
+    assert no_partition.rc == 1, str(no_partition)
+    assert "Partition 7 of topic 'two' does not exist" in no_partition.err
+    assert time.monotonic() - started < 20.0  # at once, not after --timeout-ms
 
     bad_line = run(
         "strom-console-producer",
