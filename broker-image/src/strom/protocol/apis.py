@@ -44,6 +44,7 @@ class ApiKey(enum.IntEnum):
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
     DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -92,6 +93,7 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),  # kio has no v0-1 (Kafka 4 deprecates them)
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (1, 5),  # v5: is_cordoned, always false
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),

@@ -50,6 +50,7 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
     apis.ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle_offset_for_leader_epoch,
     apis.ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle_describe_log_dirs,
+    apis.ApiKey.ALTER_REPLICA_LOG_DIRS: log_dirs.handle_alter_replica_log_dirs,
     apis.ApiKey.CREATE_TOPICS: forwarding.forwarded(topics.handle_create_topics),
     apis.ApiKey.DELETE_TOPICS: forwarding.forwarded(topics.handle_delete_topics),
     apis.ApiKey.CREATE_PARTITIONS: forwarding.forwarded(topics.handle_create_partitions),
