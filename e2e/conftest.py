@@ -20,7 +20,8 @@ if str(E2E_DIR) not in sys.path:
     sys.path.insert(0, str(E2E_DIR))
 
 import strom_process  # noqa: E402
-from java_peers import JavaPeers  # noqa: E402
+from apache_kafka import ApacheKafka  # noqa: E402
+from java_peers import PEERS_DIR, JavaPeers  # noqa: E402
 from strom_process import StromProcess  # noqa: E402
 
 
@@ -80,6 +81,22 @@ def java_peers() -> JavaPeers:
         return JavaPeers.install()
     except FileNotFoundError:
         pytest.skip("java is not installed (a JDK 17+ is needed for the Java peers)")
+
+
+@pytest.fixture(scope="module")
+def apache_kafka(
+    tmp_path_factory: pytest.TempPathFactory, java_peers: JavaPeers
+) -> Iterator[ApacheKafka]:
+    """One Apache Kafka node (KRaft, broker and controller) for a module's differential
+    tests: the same assertions against Kafka and against Strom."""
+    if not any((PEERS_DIR / "lib").glob("kafka_2.13-*.jar")):
+        pytest.skip("Apache Kafka's broker jars are not installed: run e2e/peers/install.sh java")
+    node = ApacheKafka(tmp_path_factory.mktemp("kafka"), java_peers)
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
 
 
 @pytest.fixture(scope="session")

@@ -227,18 +227,12 @@ class MetadataDelta:
             self.changed_topic_configs.add(change.topic_id)
         elif record.resource_type == records.BROKER_RESOURCE:
             name = record.resource_name
-            layer = self._broker_configs.get(name)
-            if layer is None:
-                layer = self.image.dynamic_broker_configs(name)
-                self._broker_configs[name] = layer
+            layer = self._broker_configs.setdefault(name, self.image.dynamic_broker_configs(name))
             _set_or_remove(layer, record.name, record.value)
             self.changed_broker_configs.add(name)
         elif record.resource_type == records.GROUP_RESOURCE:
             group_id = record.resource_name
-            configs = self._group_configs.get(group_id)
-            if configs is None:
-                configs = self.image.group_overrides(group_id)
-                self._group_configs[group_id] = configs
+            configs = self._group_configs.setdefault(group_id, self.image.group_overrides(group_id))
             _set_or_remove(configs, record.name, record.value)
             self.changed_group_configs.add(group_id)
         else:
