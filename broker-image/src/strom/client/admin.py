@@ -7,8 +7,8 @@ librdkafka's callbacks, so an unreachable bootstrap server fails at once with th
 (connection.Watch). Results are frozen dataclasses (`results`) with Kafka's names for
 states and config sources, so callers never touch confluent-kafka or kio types; failures
 are errors.ClientError subclasses whose message names the topic or group. What librdkafka
-has no call for (reassignments, log dirs, the quorum) is sent by `wire` as plain Kafka
-requests.
+has no call for (reassignments, log dirs, the quorum, OffsetDelete, the cluster-wide broker
+defaults) is sent by `wire` as plain Kafka requests.
 
 The operations themselves are written once, as generators of `steps`, in `topics`,
 `groups` and `cluster`; this module runs them: `Admin` blocking, `AsyncAdmin` awaited.
