@@ -11,6 +11,7 @@ from pathlib import Path
 
 from broker_calls import call, new_broker
 from kio.schema.errors import ErrorCode
+from strom.cluster import delta as deltas
 from strom.cluster import image as images
 from strom.cluster import records, snapshots
 from strom.config import definitions
@@ -141,6 +142,16 @@ def test_a_snapshot_carries_group_configs() -> None:
     assert records.ConfigRecord(
         resource_type=GROUP, resource_name="g", name="consumer.session.timeout.ms", value="5"
     ) in [r for r in written if isinstance(r, records.ConfigRecord)]
+    data = snapshots.write_image(image, epoch=1, last_contained_timestamp_ms=0)
+    restored = snapshots.read_image("c", data, 0)
+    assert restored.group_overrides("g") == {"consumer.session.timeout.ms": "5"}
+    # a snapshot replacing an image: the groups' configs that changed, and those now gone
+    replacing = deltas.replacement(
+        images.MetadataImage("c", group_configs={"old": {"share.delivery.count.limit": "3"}}),
+        restored,
+    )
+    assert replacing.changed_group_configs == {"g", "old"}
+    assert replacing.apply().group_configs == {"g": {"consumer.session.timeout.ms": "5"}}
 
 
 async def test_describe_of_a_nameless_group_is_an_invalid_request(
