@@ -215,26 +215,14 @@ def test_describe_cluster_v2_flags_fenced_brokers(bootstrap: str) -> None:
     assert [(b.broker_id, b.is_fenced) for b in answer.brokers] == [(1, False)]
 
 
-def test_the_cluster_default_lists_only_its_own_synonyms(bootstrap: str) -> None:
-    change = {
-        "resources": [
-            {
-                "resource_type": 4,
-                "resource_name": "",
-                "configs": [
-                    {"name": "log.cleaner.backoff.ms", "config_operation": 0, "value": "16000"}
-                ],
-            }
-        ],
-        "validate_only": False,
-    }
-    (altered,) = send(bootstrap, apis.ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, change).responses
-    assert int(altered.error_code) == 0
+def backoff_synonyms(bootstrap: str, resource: str) -> tuple[str, int, list[tuple[str, int]]]:
+    """log.cleaner.backoff.ms of broker resource `resource` ("": the cluster default):
+    value, source and synonyms (value, source) as DescribeConfigs v4 answers."""
     describe = {
         "resources": [
             {
                 "resource_type": 4,
-                "resource_name": "",
+                "resource_name": resource,
                 "configuration_keys": ["log.cleaner.backoff.ms"],
             }
         ],
@@ -243,10 +231,38 @@ def test_the_cluster_default_lists_only_its_own_synonyms(bootstrap: str) -> None
     }
     (result,) = send(bootstrap, apis.ApiKey.DESCRIBE_CONFIGS, 4, describe).results
     (entry,) = result.configs
-    assert (entry.value, int(entry.config_source)) == ("16000", 3)
-    assert [(s.name, s.value, int(s.source)) for s in entry.synonyms] == [
-        ("log.cleaner.backoff.ms", "16000", 3)
-    ]
+    synonyms = [(s.value, int(s.source)) for s in entry.synonyms]
+    return entry.value, int(entry.config_source), synonyms
+
+
+def set_backoff(bootstrap: str, resource: str, value: str) -> None:
+    change = {
+        "resources": [
+            {
+                "resource_type": 4,
+                "resource_name": resource,
+                "configs": [
+                    {"name": "log.cleaner.backoff.ms", "config_operation": 0, "value": value}
+                ],
+            }
+        ],
+        "validate_only": False,
+    }
+    (altered,) = send(bootstrap, apis.ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, change).responses
+    assert int(altered.error_code) == 0, altered.error_message
+
+
+def test_broker_config_synonyms_layer_by_layer(bootstrap: str) -> None:
+    """A broker lists its own dynamic value (DYNAMIC_BROKER_CONFIG), the cluster default
+    and the built-in default; the cluster default ("") lists only itself."""
+    set_backoff(bootstrap, "", "16000")
+    set_backoff(bootstrap, "1", "17000")
+    assert backoff_synonyms(bootstrap, "") == ("16000", 3, [("16000", 3)])
+    assert backoff_synonyms(bootstrap, "1") == (
+        "17000",
+        2,
+        [("17000", 2), ("16000", 3), ("15000", 5)],
+    )
 
 
 def test_list_groups_by_state_leaves_out_an_emptied_group(bootstrap: str) -> None:
