@@ -10,13 +10,17 @@ import dataclasses
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import group_checks as gc
 import pytest
+from confluent_kafka import Consumer
 from java_peers import JavaPeers
 from strom_process import StromProcess, free_port
+from waiting import wait_until
 
 TOOL_TIMEOUT_S = 60.0
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
@@ -623,6 +627,148 @@ def test_topic_configs_described_as_kafka_describes_them(
     assert refused.rc == 1 and "no.such.property" in refused.err, str(refused)
 
 
+@pytest.mark.timeout(180)
+def test_configs_entity_default_and_unknown_brokers(
+    broker: StromProcess, java_peers: JavaPeers
+) -> None:
+    b = ["--bootstrap-server", broker.bootstrap]
+    defaults = ("--entity-type", "brokers", "--entity-default")
+    altered = run(
+        "strom-configs", *b, "--alter", *defaults, "--add-config", "log.cleaner.backoff.ms=16000"
+    )
+    assert altered.out == "Completed updating default config for brokers in the cluster.\n"
+    ours = run("strom-configs", *b, "--describe", *defaults).out
+    theirs = kafka(java_peers, CONFIG_COMMAND, *b, "--describe", *defaults).out
+    assert ours == theirs
+    assert (
+        "log.cleaner.backoff.ms=16000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+        in ours
+    )
+    run("strom-configs", *b, "--alter", *defaults, "--delete-config", "log.cleaner.backoff.ms")
+    assert "log.cleaner.backoff.ms" not in run("strom-configs", *b, "--describe", *defaults).out
+
+    # an unknown broker id: at once, not after librdkafka's request time-out
+    started = time.monotonic()
+    unknown = ("--entity-type", "brokers", "--entity-name", "99")
+    described = run("strom-configs", *b, "--describe", *unknown)
+    assert described.out == kafka(java_peers, CONFIG_COMMAND, *b, "--describe", *unknown).out
+    assert described.out == "The broker '99' doesn't exist and doesn't have dynamic config.\n"
+    refused = run(
+        "strom-configs",
+        *b,
+        "--alter",
+        *unknown,
+        "--add-config",
+        "log.cleaner.backoff.ms=1",
+        check=False,
+    )
+    assert refused.rc == 1 and "Broker 99 is not in the cluster" in refused.err, str(refused)
+    assert time.monotonic() - started < 20.0
+
+
+@pytest.mark.timeout(240)
+def test_delete_offsets_reports_as_kafkas_tool(broker: StromProcess, java_peers: JavaPeers) -> None:
+    """--delete-offsets (OffsetDelete) of a subscribed topic, of one partition, of unknown
+    topics and partitions and of an unknown group: our report is Kafka's, line for line."""
+    b = ["--bootstrap-server", broker.bootstrap]
+    topic, group = "offsets-to-delete", "deleting-group"
+    run("strom-topics", *b, "--create", "--topic", topic, "--partitions", "3")
+    run(
+        "strom-console-producer",
+        *b,
+        "--topic",
+        topic,
+        "--property",
+        "parse.key=true",
+        stdin="".join(f"{k}\tv\n" for k in "abcdefghij"),
+    )
+
+    def both(*args: str) -> str:
+        ours = run("strom-consumer-groups", *b, "--delete-offsets", *args, check=False)
+        theirs = kafka(java_peers, GROUP_COMMAND, *b, "--delete-offsets", *args)
+        assert ours.out == theirs.out, f"--- ours ---\n{ours}\n--- Kafka's ---\n{theirs}"
+        return ours.out
+
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    try:
+        read = wait_until(
+            lambda: consumer.poll(0.5) is not None and len(consumer.assignment()) == 3,
+            60.0,
+            "the consumer owns the topic's 3 partitions",
+        )
+        assert read
+        consumer.commit(asynchronous=False)  # offsets for the partitions read so far
+        subscribed = both("--group", group, "--topic", topic)
+        assert "Encountered some partition-level error" in subscribed
+        assert subscribed.count("GroupSubscribedToTopicException") == 3
+    finally:
+        consumer.close()
+    assert "Successful" in both("--group", group, "--topic", f"{topic}:1")
+    unknown_topic = both("--group", group, "--topic", "no-such-topic")
+    assert unknown_topic.startswith("Request succeeded for deleting offsets from group")
+    assert "no-such-topic   -          Error: " in unknown_topic
+    assert "UnknownTopicOrPartitionException" in both("--group", group, "--topic", f"{topic}:7")
+    assert "Error: The group id does not exist." in both("--group", "nobody", "--topic", topic)
+    # ours alone: Strom forgets a group with neither members nor offsets at once, Kafka at
+    # its next offsets cleanup, so a second run would find no group here
+    done = run("strom-consumer-groups", *b, "--delete-offsets", "--group", group, "--topic", topic)
+    assert done.out.count("Successful") == 3
+    committed = run("strom-consumer-groups", *b, "--describe", "--group", group, check=False)
+    assert topic not in committed.out
+
+
+# --- DescribeTopicPartitions ------------------------------------------------------------
+
+
+def requests_of(broker: StromProcess, api: str) -> float:
+    """How many requests of `api` the broker handled, from its /metrics."""
+    prefix = f'strom_requests_total{{api="{api}"'
+    with urllib.request.urlopen(f"{broker.metrics_url}/metrics", timeout=10) as response:
+        lines = response.read().decode().splitlines()
+    return sum(float(line.split()[-1]) for line in lines if line.startswith(prefix))
+
+
+@pytest.mark.timeout(240)
+def test_kafka_topics_describe_pages_through_describe_topic_partitions(
+    strom_factory: Callable[..., StromProcess], java_peers: JavaPeers
+) -> None:
+    """Kafka 4's TopicCommand describes topics with DescribeTopicPartitions; a broker limit
+    of 3 partitions a response makes it follow next_cursor through 4 pages for 7+2+1
+    partitions, and what it prints is what strom-topics prints."""
+    broker = strom_factory(overrides={"max.request.partition.size.limit": "3"})
+    broker.start()
+    b = ["--bootstrap-server", broker.bootstrap]
+    for name, count in (("paged-a", 7), ("paged-b", 2), ("paged-c", 1)):
+        run("strom-topics", *b, "--create", "--topic", name, "--partitions", str(count))
+    before = requests_of(broker, "DESCRIBE_TOPIC_PARTITIONS")
+    theirs = kafka(java_peers, TOPIC_COMMAND, *b, "--describe", "--topic", "paged-.*")
+    pages = requests_of(broker, "DESCRIBE_TOPIC_PARTITIONS") - before
+    assert pages >= 4, f"{pages} DescribeTopicPartitions requests\n{theirs}"
+    described = described_topics(theirs.out)
+    assert {name: len(t["partitions"]) for name, t in described.items()} == {  # type: ignore[arg-type]
+        "paged-a": 7,
+        "paged-b": 2,
+        "paged-c": 1,
+    }
+    ours = run("strom-topics", *b, "--describe", "--topic", "paged-.*")
+    assert sorted(ours.out.splitlines()) == sorted(theirs.out.splitlines())  # topics in any order
+    # the client's own limit, lower than the broker's, pages too
+    small = kafka(
+        java_peers,
+        TOPIC_COMMAND,
+        *b,
+        "--describe",
+        "--topic",
+        "paged-a",
+        "--partition-size-limit-per-response",
+        "2",
+    )
+    assert small.out == run("strom-topics", *b, "--describe", "--topic", "paged-a").out
+
+
 # --- errors ------------------------------------------------------------------------------
 
 
@@ -679,6 +825,21 @@ def test_errors_name_the_problem_and_exit_non_zero(broker: StromProcess) -> None
         check=False,
     )
     assert bad_partition.rc == 1 and 'The partitions "two-7" do not exist' in bad_partition.err
+    started = time.monotonic()
+    no_partition = run(
+        "strom-console-consumer",
+        *b,
+        "--topic",
+        "two",
+        "--partition",
+        "7",
+        "--timeout-ms",
+        "30000",
+        check=False,
+    )
+    assert no_partition.rc == 1, str(no_partition)
+    assert "Partition 7 of topic 'two' does not exist" in no_partition.err
+    assert time.monotonic() - started < 20.0  # at once, not after --timeout-ms
 
     bad_line = run(
         "strom-console-producer",

@@ -119,8 +119,8 @@ def test_describe_lines_are_kafkas() -> None:
     assert lines == [
         "Topic: cfg\tTopicId: wgv9XqAYT-6fsxg1KLm6qw\tPartitionCount: 2\tReplicationFactor: 1\t"
         "Configs: cleanup.policy=compact,retention.ms=1000",
-        "\tTopic: cfg\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: N/A\tLastKnownElr: N/A",
-        "\tTopic: cfg\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: N/A\tLastKnownElr: N/A",
+        "\tTopic: cfg\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: ",
+        "\tTopic: cfg\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: ",
     ]
 
 

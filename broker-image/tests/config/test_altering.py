@@ -79,13 +79,16 @@ def test_append_starts_from_the_inherited_value_and_skips_duplicates() -> None:
     ) == {"cleanup.policy": "compact,delete"}
 
 
-def test_subtract_removes_items_and_an_empty_policy_is_refused() -> None:
+def test_subtract_removes_items_down_to_an_empty_policy() -> None:
     stored = {"cleanup.policy": "compact,delete"}
     assert alter_topic(stored, change(Op.SUBTRACT, "cleanup.policy", "delete")) == {
         "cleanup.policy": "compact"
     }
-    with pytest.raises(definitions.ConfigError, match=r"cleanup\.policy: must not be empty"):
-        alter_topic(stored, change(Op.SUBTRACT, "cleanup.policy", "compact,delete"))
+    # Kafka 4: an empty cleanup.policy is allowed and means infinite retention
+    assert alter_topic(stored, change(Op.SUBTRACT, "cleanup.policy", "compact,delete")) == {
+        "cleanup.policy": ""
+    }
+    assert alter_topic(stored, change(Op.SET, "cleanup.policy", "")) == {"cleanup.policy": ""}
 
 
 def test_append_to_a_non_list_config_is_an_invalid_config() -> None:

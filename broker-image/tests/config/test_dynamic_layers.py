@@ -59,14 +59,11 @@ def test_cluster_default_entries_are_only_the_dynamic_defaults() -> None:
     entries = {e.name: e for e in layered().cluster_default_entries()}
     assert set(entries) == {"log.segment.bytes", "log.retention.ms"}
     segment = entries["log.segment.bytes"]
-    # The cluster-wide view leaves out what this broker alone overrides.
+    # The cluster-wide view lists only the cluster-wide defaults, as Kafka's does: not what
+    # this broker alone overrides, nor its static or built-in values.
     assert segment.value == "2000"
     assert segment.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
-    assert [s.source for s in segment.synonyms] == [
-        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG,
-        ConfigSource.STATIC_BROKER_CONFIG,
-        ConfigSource.DEFAULT_CONFIG,
-    ]
+    assert [s.source for s in segment.synonyms] == [ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG]
     assert [e.name for e in layered().cluster_default_entries(["log.retention.ms", "x"])] == [
         "log.retention.ms"
     ]

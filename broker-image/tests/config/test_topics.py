@@ -19,7 +19,7 @@ def test_validate_returns_canonical_strings() -> None:
         ({"retention.ms": "-2"}, "retention.ms: must be at least -1, got -2"),
         ({"segment.bytes": "13"}, "segment.bytes: must be at least 14, got 13"),
         ({"compression.type": "brotli"}, "compression.type: must be one of"),
-        ({"cleanup.policy": ""}, "cleanup.policy: must not be empty"),
+        ({"cleanup.policy": "forever"}, "cleanup.policy: must be one of compact, delete"),
         ({"min.cleanable.dirty.ratio": "2"}, "min.cleanable.dirty.ratio: must be between 0 and 1"),
         ({"message.timestamp.type": "Now"}, "message.timestamp.type: must be one of"),
         (

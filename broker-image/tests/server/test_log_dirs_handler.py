@@ -4,6 +4,7 @@ meaning every partition, and KAFKA_STORAGE_ERROR for a directory that cannot be 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from collections.abc import AsyncIterator
@@ -122,3 +123,94 @@ async def test_an_unreadable_log_dir_answers_a_storage_error(
     assert (failed.error_code, failed.topics) == (ErrorCode.kafka_storage_error, ())
     assert by_dir[str(tmp_path / "a")].error_code == ErrorCode.none
     assert len(listed(by_dir[str(tmp_path / "a")])) == 2
+
+
+# --- AlterReplicaLogDirs ---------------------------------------------------------------
+
+
+async def alter(broker: broker_module.Broker, moves: dict[str, list[int]], path: str) -> Any:
+    body = {
+        "dirs": [
+            {
+                "path": path,
+                "topics": [{"name": name, "partitions": p} for name, p in moves.items()],
+            }
+        ]
+    }
+    response = await call_broker(broker, apis.ApiKey.ALTER_REPLICA_LOG_DIRS, 2, body)
+    return {
+        (str(t.topic_name), int(p.partition_index)): p.error_code
+        for t in response.results
+        for p in t.partitions
+    }
+
+
+async def moved_to(broker: broker_module.Broker, key: tuple[str, int], path: Path) -> None:
+    deadline = asyncio.get_running_loop().time() + 10.0
+    while broker.replicas.logs.log_dir_of(*key) != path or broker.replicas.partition(*key) is None:
+        assert asyncio.get_running_loop().time() < deadline, f"{key} not moved to {path}"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_replica_moves_to_another_log_dir_with_its_records(
+    two_dirs: broker_module.Broker, tmp_path: Path
+) -> None:
+    logs = two_dirs.replicas.logs
+    source = logs.log_dir_of("orders", 0)
+    assert source is not None
+    target = next(d for d in logs.log_dirs if d != source)
+    before = two_dirs.replicas.partition("orders", 0)
+    assert before is not None
+    end, size = before.log_end_offset, before.log.size_bytes
+    assert await alter(two_dirs, {"orders": [0]}, str(target)) == {("orders", 0): ErrorCode.none}
+    await moved_to(two_dirs, ("orders", 0), target)
+    after = two_dirs.replicas.partition("orders", 0)
+    assert after is not None and after.log_end_offset == end and after.log.size_bytes == size
+    assert not (source / "orders-0").exists() and (target / "orders-0").is_dir()
+    response = await describe(two_dirs, 4, {"orders": [0]})
+    assert {r.log_dir: listed(r) for r in response.results}[str(target)] == {("orders", 0): size}
+    # where it already is: nothing to do
+    assert await alter(two_dirs, {"orders": [0]}, str(target)) == {("orders", 0): ErrorCode.none}
+    assert two_dirs.replicas.partition("orders", 0) is after
+
+
+async def test_alter_replica_log_dirs_refusals(
+    two_dirs: broker_module.Broker, tmp_path: Path
+) -> None:
+    assert await alter(two_dirs, {"orders": [1]}, str(tmp_path / "elsewhere")) == {
+        ("orders", 1): ErrorCode.log_dir_not_found
+    }
+    assert await alter(two_dirs, {"orders": [9], "missing": [0]}, str(tmp_path / "a")) == {
+        ("orders", 9): ErrorCode.replica_not_available,
+        ("missing", 0): ErrorCode.replica_not_available,
+    }
+    os.rename(tmp_path / "b", tmp_path / "b-unplugged")
+    try:
+        answer = await alter(two_dirs, {"orders": [1]}, str(tmp_path / "b"))
+    finally:
+        os.rename(tmp_path / "b-unplugged", tmp_path / "b")
+    assert answer == {("orders", 1): ErrorCode.kafka_storage_error}
+
+
+async def test_a_moved_replica_is_found_in_its_new_dir_after_a_restart(tmp_path: Path) -> None:
+    dirs = f"{tmp_path / 'a'},{tmp_path / 'b'}"
+    first = await loaded(tmp_path / "a", **{"log.dirs": dirs})
+    await create_topic(first, "kept", 1)
+    partition = first.context.partition("kept", 0)
+    assert partition is not None
+    data = bytearray(batches.build_batch([(None, b"y" * 50, [], NOW)] * 3))
+    partition.append_as_leader(
+        data, acks=1, rules=RULES, min_insync_replicas=1, transactional=False, now_ms=NOW
+    )
+    source = first.replicas.logs.log_dir_of("kept", 0)
+    target = tmp_path / ("b" if source == tmp_path / "a" else "a")
+    assert await alter(first, {"kept": [0]}, str(target)) == {("kept", 0): ErrorCode.none}
+    await moved_to(first, ("kept", 0), target)
+    first.close()
+    second = await loaded(tmp_path / "a", **{"log.dirs": dirs})
+    try:
+        assert second.replicas.logs.log_dir_of("kept", 0) == target
+        reopened = second.context.partition("kept", 0)
+        assert reopened is not None and reopened.log_end_offset == 3
+    finally:
+        second.close()

@@ -1,5 +1,9 @@
 """The broker's set of partition logs across log directories."""
 
+import errno
+import os
+from pathlib import Path
+
 import pytest
 from strom.storage import log_config, log_manager
 
@@ -53,6 +57,39 @@ def test_deleting_a_partition_removes_its_directory(tmp_path, clock, harness) ->
     assert list(tmp_path.iterdir()) == []
     assert manager.get_or_create("t", 0, CONFIG).log_end_offset == 0
     manager.close_all()
+
+
+@pytest.mark.parametrize("across_filesystems", [False, True])
+def test_a_log_moves_to_another_log_dir(
+    tmp_path, clock, harness, monkeypatch, across_filesystems
+) -> None:
+    """AlterReplicaLogDirs' move: by rename, or (another filesystem: rename fails with
+    EXDEV) by a copy renamed into place; the offsets come along and survive a restart."""
+    manager = log_manager.LogManager([tmp_path / "a", tmp_path / "b"], clock)
+    log = manager.get_or_create("t", 0, CONFIG)
+    for _ in range(3):
+        harness.append(log)
+    if across_filesystems:
+        real_rename = os.rename
+
+        def no_cross_device_rename(source, destination):
+            if Path(source).parent != Path(destination).parent:  # "another filesystem"
+                raise OSError(errno.EXDEV, "Invalid cross-device link")
+            real_rename(source, destination)
+
+        monkeypatch.setattr(log_manager.os, "rename", no_cross_device_rename)
+    moved = manager.move_log("t", 0, tmp_path / "b")
+    assert manager.log_dir_of("t", 0) == tmp_path / "b" and manager.get("t", 0) is moved
+    assert moved.log_end_offset == 3 and harness.offsets_read(moved, 0) == [0, 1, 2]
+    assert [p.name for p in (tmp_path / "a").iterdir() if p.is_dir()] == []
+    assert [p.name for p in (tmp_path / "b").iterdir() if p.is_dir()] == ["t-0"]
+    manager.close_all()
+    again = log_manager.LogManager([tmp_path / "a", tmp_path / "b"], clock)
+    again.load_all(lambda topic: CONFIG)
+    assert again.log_dir_of("t", 0) == tmp_path / "b"
+    reopened = again.get("t", 0)
+    assert reopened is not None and reopened.log_end_offset == 3
+    again.close_all()
 
 
 @pytest.mark.parametrize("topic", ["", "..", "a/b", "x" * 250])

@@ -84,6 +84,18 @@ def test_time_retention_of_everything_rolls_and_keeps_the_log_end(harness, clock
     assert harness.append(log).base_offset == 2
 
 
+def test_an_empty_cleanup_policy_keeps_every_segment(harness, clock) -> None:
+    """Kafka 4: cleanup.policy "" means infinite retention, whatever retention.ms says."""
+    log = harness.open(log_config.LogConfig(retention_ms=HOUR_MS, cleanup_policy=()))
+    assert not log.config.deletes_old_segments and not log.config.compacts
+    harness.append(log, [b"a", b"b"])
+    log.roll()
+    harness.append(log, [b"c"])
+    clock.advance(2 * HOUR_MS)
+    assert log.apply_retention(clock.now_ms) == 0
+    assert (log.log_start_offset, log.segment_count) == (0, 2)
+
+
 def test_retention_never_deletes_above_the_high_watermark(harness, clock) -> None:
     log = harness.open(log_config.LogConfig(retention_ms=HOUR_MS))
     harness.append(log)

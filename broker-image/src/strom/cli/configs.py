@@ -4,6 +4,8 @@
     strom-configs --bootstrap-server HOST:PORT --describe --broker 1 --all
     strom-configs --bootstrap-server HOST:PORT --alter --entity-type topics --entity-name T \
         --add-config retention.ms=1000,cleanup.policy=[compact,delete] --delete-config segment.ms
+    strom-configs --bootstrap-server HOST:PORT --alter --entity-type brokers --entity-default \
+        --add-config log.retention.ms=86400000
 
 Prints, as Kafka's ConfigCommand does, "Dynamic configs for topic T are:" (or "All configs
 ..." with --all) and one line per config, sorted by name, with its synonyms in precedence
@@ -20,7 +22,7 @@ from collections.abc import Iterable, Sequence
 
 from strom.cli import options
 from strom.client import admin as client_admin
-from strom.client import results
+from strom.client import errors, results
 
 UsageError = options.UsageError
 ENTITY_TYPES = ("topics", "brokers")
@@ -109,11 +111,6 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         )
     if args.alter and not (args.entity_name or args.entity_default):
         raise UsageError("--alter needs --entity-name (or --entity-default for brokers)")
-    if args.alter and args.entity_default:
-        raise UsageError(
-            "--alter --entity-default is not supported by strom-configs (librdkafka cannot "
-            "name the default broker resource); use kafka-configs.sh"
-        )
     return args
 
 
@@ -169,6 +166,10 @@ def _body(argv: Sequence[str] | None) -> int:
     admin = client_admin.Admin(args.bootstrap, options.properties_file(args.command_config))
     if args.alter:
         kind = "topic" if args.entity_type == "topics" else "broker"
+        if args.entity_default:  # the broker resource "": every broker's default
+            admin.alter_configs(kind, "", args.set_configs, args.delete_configs)
+            print("Completed updating default config for brokers in the cluster.")
+            return 0
         admin.alter_configs(kind, args.entity_name, args.set_configs, args.delete_configs)
         print(f"Completed updating config for {kind} {args.entity_name}.")
         return 0
@@ -186,27 +187,25 @@ def _body(argv: Sequence[str] | None) -> int:
             for line in describe_lines(heading, configs[name], shown_source=source):
                 print(line)
     elif args.entity_default:
-        # librdkafka cannot name the default-broker resource (""): any broker's configs
-        # carry the cluster-wide dynamic defaults with their source.
-        first = str(min(n.id for n in admin.cluster().nodes))
-        entries = admin.broker_configs(first)
-        if not args.all:
-            entries = [e for e in entries if e.source == DYNAMIC_SOURCE["broker-defaults"]]
-        else:
-            entries = [
-                e
-                for e in entries
-                if e.source not in ("DYNAMIC_BROKER_CONFIG", "STATIC_BROKER_CONFIG")
-            ]
         heading = "Default configs for brokers in the cluster are:"
-        for line in describe_lines(heading, entries, shown_source=None):
+        for line in describe_lines(heading, admin.broker_configs(""), shown_source=None):
             print(line)
     else:
         ids = [args.entity_name] if args.entity_name else [str(n.id) for n in admin.cluster().nodes]
         source = None if args.all else DYNAMIC_SOURCE["brokers"]
         for broker in ids:
             heading = f"{adjective} configs for broker {broker} are:"
-            for line in describe_lines(heading, admin.broker_configs(broker), shown_source=source):
+            try:
+                entries = admin.broker_configs(broker)
+            except errors.NotFoundError:
+                # Kafka's tool answers an unknown broker id so, and exits 0
+                print(
+                    heading
+                    if args.all
+                    else f"The broker '{broker}' doesn't exist and doesn't have dynamic config."
+                )
+                continue
+            for line in describe_lines(heading, entries, shown_source=source):
                 print(line)
     return 0
 

@@ -32,6 +32,7 @@ from strom.client import connection, errors, settings
 UsageError = options.UsageError
 POLL_SLICE_S = 0.2
 BATCH = 500
+METADATA_TIMEOUT_S = 30.0  # the topic's metadata before reading one partition of it
 TIMESTAMP_TYPES = {
     confluent_kafka.TIMESTAMP_CREATE_TIME: "CreateTime",
     confluent_kafka.TIMESTAMP_LOG_APPEND_TIME: "LogAppendTime",
@@ -376,10 +377,23 @@ class Reader:
             with contextlib.suppress(RuntimeError, confluent_kafka.KafkaException):
                 self.consumer.close()
 
+    def _check_partition(self, topic: str, partition: int) -> None:
+        """A partition that does not exist is an error at once: librdkafka would wait for
+        it (and Kafka's tool waits out --timeout-ms, then prints 0 messages)."""
+        described = self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S).topics.get(topic)
+        if described is None or described.error is not None:
+            raise errors.NotFoundError(f"Topic '{topic}' does not exist")
+        if partition not in described.partitions:
+            raise errors.NotFoundError(
+                f"Partition {partition} of topic '{topic}' does not exist (it has "
+                f"{len(described.partitions)} partition(s))"
+            )
+
     def _loop(self, out: BinaryIO) -> None:
         plan = self.plan
         if plan.assignment is not None:
             topic, partition, offset = plan.assignment
+            self._check_partition(topic, partition)
             self.consumer.assign([confluent_kafka.TopicPartition(topic, partition, offset)])
         else:
             self.consumer.subscribe(plan.subscription or [])

@@ -4,7 +4,8 @@
 groups (offsets and lag by default, `--members [--verbose]`, `--state`), `--reset-offsets`
 of an inactive group (`--to-earliest`, `--to-latest`, `--to-current`, `--to-offset N`,
 `--shift-by N`, `--to-datetime`, `--by-duration`, `--from-file`; planned with `--dry-run`,
-applied with `--execute`, `--export`ed as CSV) and `--delete`. The tables have the columns,
+applied with `--execute`, `--export`ed as CSV), `--delete` and `--delete-offsets` (of the
+partitions `--topic T` or `T:0,1` names, OffsetDelete). The tables have the columns,
 widths and messages of Kafka's ConsumerGroupCommand; unlike it, every error exits 1.
 
 This module is the command: its options, their checks, and each action run against the
@@ -25,7 +26,7 @@ from strom.client import errors, results
 
 UsageError = options.UsageError
 TopicPartition = results.TopicPartition
-ACTIONS = ("list", "describe", "delete", "reset_offsets")
+ACTIONS = ("list", "describe", "delete", "reset_offsets", "delete_offsets")
 RESET_SPECS = (
     "to_datetime",
     "by_duration",
@@ -68,6 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="Reset the offsets of an inactive group (--dry-run by default, --execute).",
     )
+    actions.add_argument(
+        "--delete-offsets",
+        action="store_true",
+        help="Delete the committed offsets of a group for --topic T (or T:0,1).",
+    )
     parser.add_argument(
         "--group",
         action="append",
@@ -79,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--topic",
         action="append",
         default=[],
-        help="With --reset-offsets: a topic, or topic:0,1,2 for some partitions (repeatable).",
+        help="With --reset-offsets or --delete-offsets: a topic, or topic:0,1,2 for some "
+        "partitions (repeatable).",
     )
     parser.add_argument(
         "--all-topics",
@@ -147,17 +154,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--export", action="store_true", help="Print the plan as CSV (for --from-file)."
     )
-    parser.add_argument("--delete-offsets", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
-    if args.delete_offsets:
-        raise UsageError("--delete-offsets is not supported yet by strom-consumer-groups")
     args.action = options.exclusive(args, ACTIONS, required=True)
     args.bootstrap = options.require_bootstrap(args)
     action = args.action
+    if action == "delete_offsets":
+        if len(args.group) != 1 or args.all_groups:
+            raise UsageError("Option --delete-offsets takes one --group")
+        if not args.topic:
+            raise UsageError("Option --delete-offsets needs --topic")
+        args.scopes = [offset_resets.topic_scope(t) for t in args.topic]
     if action in ("describe", "delete", "reset_offsets"):
         if not args.group and not args.all_groups:
             raise UsageError(f"--{action.replace('_', '-')} needs --group or --all-groups")
@@ -207,8 +217,11 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                 raise UsageError(
                     f"--{spec.replace('_', '-')} is only supported with --reset-offsets"
                 )
-        if args.topic or args.all_topics:
-            raise UsageError("--topic and --all-topics are only supported with --reset-offsets")
+        if args.all_topics or (args.topic and action != "delete_offsets"):
+            raise UsageError(
+                "--topic is only supported with --reset-offsets or --delete-offsets, "
+                "--all-topics with --reset-offsets"
+            )
         if args.dry_run or args.execute or args.export:
             raise UsageError("--dry-run, --execute and --export go with --reset-offsets")
     args.state_filter = _names(args.state, STATES, "state") if action == "list" else None
@@ -347,6 +360,27 @@ def _reset(admin: client_admin.Admin, args: argparse.Namespace) -> int:
     return 0
 
 
+def _delete_offsets(admin: client_admin.Admin, args: argparse.Namespace) -> int:
+    (group_id,) = args.group
+    partitions: list[TopicPartition] = []
+    unknown: list[str] = []
+    for scope in args.scopes:
+        if scope.partitions is not None:
+            partitions += [TopicPartition(scope.topic, p) for p in scope.partitions]
+            continue
+        try:
+            (topic,) = admin.describe_topics([scope.topic]).values()
+        except errors.NotFoundError:  # reported, not sent, as by Kafka's tool
+            unknown.append(scope.topic)
+            continue
+        partitions += [TopicPartition(scope.topic, p.partition) for p in topic.partitions]
+    # sent even with no partitions left, as Kafka's tool does: the group's error shows
+    deletion = admin.delete_committed_offsets(group_id, sorted(set(partitions)))
+    _say(group_tables.delete_offsets_lines(group_id, deletion, unknown))
+    failed = deletion.error is not None or any(deletion.partitions.values()) or unknown
+    return 1 if failed else 0
+
+
 def _body(argv: Sequence[str] | None) -> int:
     args = parse(argv)
     timeout = args.timeout / 1000 if args.timeout else client_admin.DEFAULT_TIMEOUT_S
@@ -358,6 +392,7 @@ def _body(argv: Sequence[str] | None) -> int:
         "describe": _describe,
         "delete": _delete,
         "reset_offsets": _reset,
+        "delete_offsets": _delete_offsets,
     }[args.action]
     code = action(admin, args)
     sys.stdout.flush()

@@ -1,5 +1,5 @@
 """The tables strom-consumer-groups prints: `--describe` (offsets and lag, `--members`,
-`--state`), `--list` and the `--reset-offsets` plan.
+`--state`), `--list`, the `--reset-offsets` plan and the `--delete-offsets` report.
 
 Pure formatting of the admin client's results into lines, with the columns, widths and
 padding of Kafka's ConsumerGroupCommand (its `%-Ns` columns, '-' for what is missing), so
@@ -227,3 +227,60 @@ def reset_table(plan: Mapping[str, Mapping[TopicPartition, int]]) -> list[str]:
         for tp, offset in sorted(offsets.items()):
             out.append(f"{group:<{g}} {tp.topic:<{t}} {tp.partition!s:<10} {offset}")
     return out
+
+
+# --- delete-offsets ---------------------------------------------------------------------
+
+# Kafka's exception and message of the errors OffsetDelete answers, as its tool prints them.
+_EXCEPTIONS = {
+    "GROUP_ID_NOT_FOUND": ("GroupIdNotFoundException", "The group id does not exist."),
+    "GROUP_SUBSCRIBED_TO_TOPIC": (
+        "GroupSubscribedToTopicException",
+        "Deleting offsets of a topic is forbidden while the consumer group is actively "
+        "subscribed to it.",
+    ),
+    "UNKNOWN_TOPIC_OR_PARTITION": (
+        "UnknownTopicOrPartitionException",
+        "This server does not host this topic-partition.",
+    ),
+    "NON_EMPTY_GROUP": ("GroupNotEmptyException", "The group is not empty."),
+    "COORDINATOR_NOT_AVAILABLE": (
+        "CoordinatorNotAvailableException",
+        "The coordinator is not available.",
+    ),
+    "NOT_COORDINATOR": ("NotCoordinatorException", "This is not the correct coordinator."),
+}
+
+
+def _exception_text(error: str) -> str:
+    name, message = _EXCEPTIONS.get(error, (None, error))
+    return message if name is None else f"org.apache.kafka.common.errors.{name}: {message}"
+
+
+def delete_offsets_lines(
+    group_id: str, deletion: results.OffsetDeletion, unknown_topics: Iterable[str]
+) -> list[str]:
+    """Kafka 4's `--delete-offsets` report: a headline, then each partition's outcome; a
+    topic that does not exist has the row '-' (and alone does not fail the request)."""
+    if deletion.error is not None:
+        message = _EXCEPTIONS.get(deletion.error, (None, deletion.error))[1]
+        lines = ["", f"Error: {message}"]
+    elif any(error is not None for error in deletion.partitions.values()):
+        lines = ["", "Error: Encountered some partition-level error, see the follow-up details."]
+    else:
+        lines = [f"Request succeeded for deleting offsets from group {group_id}."]
+    rows: list[tuple[str, int, str, str]] = []
+    for tp, error in deletion.partitions.items():
+        # a group-level error is every partition's
+        shown = error if deletion.error is None else deletion.error
+        status = "Successful" if shown is None else f"Error: {_exception_text(shown)}"
+        rows.append((tp.topic, tp.partition, str(tp.partition), status))
+    unknown = _exception_text("UNKNOWN_TOPIC_OR_PARTITION")
+    rows += [(topic, -1, MISSING, f"Error: {unknown}") for topic in unknown_topics]
+    width = max([15, *(len(topic) for topic, _, _, _ in rows)])  # Kafka widens to fit
+    lines += ["", f"{'TOPIC':<{width}} {'PARTITION':<10} {'STATUS':<15}"]
+    lines += [
+        f"{topic:<{width}} {partition:<10} {status:<15}"
+        for topic, _, partition, status in sorted(rows)
+    ]
+    return lines

@@ -265,11 +265,12 @@ def partition_line(topic: str, p: results.PartitionInfo) -> str:
     leader = "none" if p.leader is None else str(p.leader)
     replicas = ",".join(str(b) for b in p.replicas)
     isr = ",".join(str(b) for b in p.isr)
-    # Elr/LastKnownElr (KIP-966) come from DescribeTopicPartitions, which Strom does not
-    # serve: Kafka's tool prints N/A then, and so do we.
+    # Elr/LastKnownElr (KIP-966) come from DescribeTopicPartitions: Strom keeps no eligible
+    # leader replicas, so Kafka's tool prints them empty, as it does against a Kafka broker
+    # without ELR, and so do we.
     return (
         f"\tTopic: {topic}\tPartition: {p.partition}\tLeader: {leader}\t"
-        f"Replicas: {replicas}\tIsr: {isr}\tElr: N/A\tLastKnownElr: N/A"
+        f"Replicas: {replicas}\tIsr: {isr}\tElr: \tLastKnownElr: "
     )
 
 

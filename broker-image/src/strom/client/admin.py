@@ -7,8 +7,8 @@ librdkafka's callbacks, so an unreachable bootstrap server fails at once with th
 (connection.Watch). Results are frozen dataclasses (`results`) with Kafka's names for
 states and config sources, so callers never touch confluent-kafka or kio types; failures
 are errors.ClientError subclasses whose message names the topic or group. What librdkafka
-has no call for (reassignments, log dirs, the quorum) is sent by `wire` as plain Kafka
-requests.
+has no call for (reassignments, log dirs, the quorum, OffsetDelete, the cluster-wide broker
+defaults) is sent by `wire` as plain Kafka requests.
 
 The operations themselves are written once, as generators of `steps`, in `topics`,
 `groups` and `cluster`; this module runs them: `Admin` blocking, `AsyncAdmin` awaited.
@@ -22,7 +22,17 @@ from typing import Any, TypeVar
 
 import confluent_kafka
 
-from strom.client import cluster, connection, errors, groups, results, steps, topics, wire
+from strom.client import (
+    cluster,
+    connection,
+    errors,
+    groups,
+    offset_deletion,
+    results,
+    steps,
+    topics,
+    wire,
+)
 
 T = TypeVar("T")
 
@@ -91,7 +101,8 @@ class Admin(steps.Session):
         return self._run(topics.topic_configs(self, names))
 
     def broker_configs(self, broker: str) -> list[results.ConfigEntry]:
-        """Every config of one broker (`broker` is its id)."""
+        """Every config of one broker (`broker` is its id; "" the cluster-wide defaults:
+        only what is set there). An unknown id is a NotFoundError at once."""
         return self._run(topics.broker_configs(self, broker))
 
     def alter_configs(
@@ -102,7 +113,8 @@ class Admin(steps.Session):
         delete_configs: Sequence[str],
     ) -> None:
         """IncrementalAlterConfigs on a topic or a broker (`resource_type` "topic" or
-        "broker"): SET the given values, DELETE the given names (back to their default)."""
+        "broker"; broker "" is the cluster-wide default): SET the given values, DELETE the
+        given names (back to their default)."""
         self._run(topics.alter_configs(self, resource_type, name, set_configs, delete_configs))
 
     # --- cluster ----------------------------------------------------------------------
@@ -130,6 +142,13 @@ class Admin(steps.Session):
     ) -> None:
         """Commit `offsets` for a group (it must have no active members)."""
         self._run(groups.alter_committed_offsets(self, group_id, offsets))
+
+    def delete_committed_offsets(
+        self, group_id: str, partitions: Sequence[results.TopicPartition]
+    ) -> results.OffsetDeletion:
+        """OffsetDelete: remove the group's committed offsets of `partitions` (refused with
+        GROUP_SUBSCRIBED_TO_TOPIC for a topic its members consume). (Sent by `wire`.)"""
+        return self._run(offset_deletion.delete_committed_offsets(self, group_id, partitions))
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, errors.ClientError | None]:
         """Delete groups; for each, None on success or the error that refused it."""
@@ -299,6 +318,11 @@ class AsyncAdmin(steps.Session):
         self, group_id: str, offsets: Mapping[results.TopicPartition, int]
     ) -> None:
         await self._run(groups.alter_committed_offsets(self, group_id, offsets))
+
+    async def delete_committed_offsets(
+        self, group_id: str, partitions: Sequence[results.TopicPartition]
+    ) -> results.OffsetDeletion:
+        return await self._run(offset_deletion.delete_committed_offsets(self, group_id, partitions))
 
     async def delete_groups(self, group_ids: Sequence[str]) -> dict[str, errors.ClientError | None]:
         return await self._run(groups.delete_groups(self, group_ids))

@@ -100,18 +100,18 @@ def alter_partition_reassignments(
             for topic, partitions in by_topic.items()
         ),
     )
-    response = yield _any_broker(
+    response = yield any_broker(
         session,
         request,
         alter_reassignments_response.AlterPartitionReassignmentsResponse,
         "the partition reassignments",
     )
-    _raise_for(response.error_code, response.error_message, "the partition reassignments")
+    raise_for(response.error_code, response.error_message, "the partition reassignments")
     out: dict[results.TopicPartition, errors.ClientError | None] = {}
     for topic in response.responses:
         for p in topic.partitions:
             tp = results.TopicPartition(str(topic.name), int(p.partition_index))
-            out[tp] = _error_for(p.error_code, p.error_message, f"reassigning {tp}")
+            out[tp] = error_for(p.error_code, p.error_message, f"reassigning {tp}")
     return out
 
 
@@ -132,13 +132,13 @@ def list_partition_reassignments(
     request = list_reassignments_request.ListPartitionReassignmentsRequest(
         timeout=i32Timedelta.parse(datetime.timedelta(seconds=session.timeout)), topics=topics
     )
-    response = yield _any_broker(
+    response = yield any_broker(
         session,
         request,
         list_reassignments_response.ListPartitionReassignmentsResponse,
         "the ongoing partition reassignments",
     )
-    _raise_for(response.error_code, response.error_message, "listing reassignments")
+    raise_for(response.error_code, response.error_message, "listing reassignments")
     out = {}
     for topic in response.topics:
         for p in topic.partitions:
@@ -170,11 +170,11 @@ def describe_log_dirs(
             log_dirs_response.DescribeLogDirsResponse,
             what,
         )
-        _raise_for(response.error_code, None, what)
+        raise_for(response.error_code, None, what)
         out[broker] = tuple(
             results.LogDirInfo(
                 path=result.log_dir,
-                error=_error_for(result.error_code, None, result.log_dir),
+                error=error_for(result.error_code, None, result.log_dir),
                 total_bytes=None if result.total_bytes < 0 else int(result.total_bytes),
                 usable_bytes=None if result.usable_bytes < 0 else int(result.usable_bytes),
                 replicas=tuple(
@@ -210,11 +210,11 @@ def describe_metadata_quorum(session: steps.Session) -> steps.Operation[results.
         )
     )
     what = "the metadata quorum description"
-    response = yield _any_broker(session, request, quorum_response.DescribeQuorumResponse, what)
-    _raise_for(response.error_code, None, what)
+    response = yield any_broker(session, request, quorum_response.DescribeQuorumResponse, what)
+    raise_for(response.error_code, None, what)
     [topic] = response.topics
     [partition] = topic.partitions
-    _raise_for(partition.error_code, None, what)
+    raise_for(partition.error_code, None, what)
 
     def replicas(states: Iterable[Any]) -> tuple[results.QuorumReplica, ...]:
         return tuple(
@@ -236,7 +236,7 @@ def describe_metadata_quorum(session: steps.Session) -> steps.Operation[results.
     )
 
 
-def _any_broker(
+def any_broker(
     session: steps.Session, request: Any, response_type: type[Any], what: str
 ) -> steps.Request:
     """A request for whichever bootstrap server answers first (brokers forward
@@ -251,7 +251,7 @@ def as_node(described: Any) -> results.Node:
     return results.Node(id=int(described.id), host=str(described.host), port=int(described.port))
 
 
-def _error_for(code: ErrorCode, message: str | None, what: str) -> errors.ClientError | None:
+def error_for(code: ErrorCode, message: str | None, what: str) -> errors.ClientError | None:
     """A kio error code (with the broker's message) as a ClientError; None for NONE."""
     if code == ErrorCode.none:
         return None
@@ -263,8 +263,8 @@ def _error_for(code: ErrorCode, message: str | None, what: str) -> errors.Client
     return errors.ClientError(text)
 
 
-def _raise_for(code: ErrorCode, message: str | None, what: str) -> None:
-    error = _error_for(code, message, what)
+def raise_for(code: ErrorCode, message: str | None, what: str) -> None:
+    error = error_for(code, message, what)
     if error is not None:
         raise error
 

@@ -8,6 +8,7 @@ that is offline) is an errors.ClientError in the result.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from strom.client import errors
@@ -95,6 +96,15 @@ class GroupInfo:
     @property
     def exists(self) -> bool:
         return self.state != "Dead"
+
+
+@dataclasses.dataclass(frozen=True)
+class OffsetDeletion:
+    """What OffsetDelete did: the group's error and each partition's, by Kafka's names
+    (e.g. GROUP_ID_NOT_FOUND, GROUP_SUBSCRIBED_TO_TOPIC), None where there was none."""
+
+    error: str | None
+    partitions: Mapping[TopicPartition, str | None]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,8 +14,13 @@ from typing import Any
 
 import confluent_kafka
 from confluent_kafka import admin as kafka_admin
+from kio.schema.describe_configs.v4 import request as describe_request
+from kio.schema.describe_configs.v4 import response as describe_response
+from kio.schema.incremental_alter_configs.v1 import request as alter_request
+from kio.schema.incremental_alter_configs.v1 import response as alter_response
+from kio.static.primitive import i8
 
-from strom.client import errors, results, steps
+from strom.client import cluster, errors, results, steps
 
 _RETRIABLE_METADATA = frozenset(
     {confluent_kafka.KafkaError._TRANSPORT, confluent_kafka.KafkaError._TIMED_OUT}
@@ -124,6 +129,9 @@ def topic_configs(
 def broker_configs(
     session: steps.Session, broker: str
 ) -> steps.Operation[list[results.ConfigEntry]]:
+    if broker == "":
+        return (yield from _broker_default_configs(session))
+    yield from _check_broker(session, broker)
     resource = kafka_admin.ConfigResource(kafka_admin.ResourceType.BROKER, broker)
     [(_, entries)] = yield from _describe_configs(session, [resource])
     return entries
@@ -136,6 +144,11 @@ def alter_configs(
     set_configs: Mapping[str, str],
     delete_configs: Sequence[str],
 ) -> steps.Operation[None]:
+    if resource_type == "broker" and name == "":
+        yield from _alter_broker_defaults(session, set_configs, delete_configs)
+        return
+    if resource_type == "broker":
+        yield from _check_broker(session, name)
     op = kafka_admin.AlterConfigOpType
     entries = [
         kafka_admin.ConfigEntry(key, value, incremental_operation=op.SET)
@@ -152,6 +165,83 @@ def alter_configs(
     resource = kafka_admin.ConfigResource(restype, name, incremental_configs=entries)
     futures = session.client.incremental_alter_configs([resource], request_timeout=session.timeout)
     yield steps.Future(futures[resource], f"the configs of {resource_type} '{name}'", name)
+
+
+def _check_broker(session: steps.Session, broker: str) -> steps.Operation[None]:
+    """An unknown broker id is an error at once: librdkafka would wait for that broker to
+    appear until the request times out."""
+    described = yield from cluster.describe_cluster(session)
+    if broker not in {str(node.id) for node in described.nodes}:
+        raise errors.NotFoundError(f"Broker {broker} is not in the cluster")
+
+
+def _broker_default_configs(session: steps.Session) -> steps.Operation[list[results.ConfigEntry]]:
+    """DescribeConfigs of the cluster-wide broker defaults (the broker resource "", sent by
+    `wire`: librdkafka refuses an empty resource name): only what is set there."""
+    request = describe_request.DescribeConfigsRequest(
+        resources=(
+            describe_request.DescribeConfigsResource(
+                resource_type=i8(int(kafka_admin.ResourceType.BROKER.value)),
+                resource_name="",
+                configuration_keys=None,
+            ),
+        ),
+        include_synonyms=True,
+        include_documentation=False,
+    )
+    what = "the default configs of brokers"
+    response = yield cluster.any_broker(
+        session, request, describe_response.DescribeConfigsResponse, what
+    )
+    (result,) = response.results
+    cluster.raise_for(result.error_code, result.error_message, what)
+    return [
+        results.ConfigEntry(
+            name=str(c.name),
+            value=c.value,
+            source=_source_name(int(c.config_source)),
+            sensitive=bool(c.is_sensitive),
+            read_only=bool(c.read_only),
+            synonyms=tuple(
+                results.ConfigSynonym(str(s.name), s.value, _source_name(int(s.source)))
+                for s in c.synonyms
+            ),
+        )
+        for c in result.configs
+    ]
+
+
+def _alter_broker_defaults(
+    session: steps.Session, set_configs: Mapping[str, str], delete_configs: Sequence[str]
+) -> steps.Operation[None]:
+    """IncrementalAlterConfigs of the cluster-wide broker defaults (the broker resource
+    "", `--entity-default`), sent by `wire`: librdkafka refuses an empty resource name."""
+    set_op, delete_op = (
+        int(kafka_admin.AlterConfigOpType.SET.value),
+        int(kafka_admin.AlterConfigOpType.DELETE.value),
+    )
+    changes = [(key, set_op, value) for key, value in set_configs.items()] + [
+        (key, delete_op, None) for key in delete_configs
+    ]
+    request = alter_request.IncrementalAlterConfigsRequest(
+        resources=(
+            alter_request.AlterConfigsResource(
+                resource_type=i8(int(kafka_admin.ResourceType.BROKER.value)),
+                resource_name="",
+                configs=tuple(
+                    alter_request.AlterableConfig(name=key, config_operation=i8(op), value=value)
+                    for key, op, value in changes
+                ),
+            ),
+        ),
+        validate_only=False,
+    )
+    what = "the default configs of brokers"
+    response = yield cluster.any_broker(
+        session, request, alter_response.IncrementalAlterConfigsResponse, what
+    )
+    for result in response.responses:
+        cluster.raise_for(result.error_code, result.error_message, what)
 
 
 def _describe_configs(

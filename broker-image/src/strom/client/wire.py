@@ -1,10 +1,11 @@
 """Kafka requests sent by hand, for the admin calls librdkafka does not offer.
 
 confluent-kafka has no AlterPartitionReassignments, ListPartitionReassignments,
-DescribeLogDirs or DescribeQuorum. Those go over a plain connection of their own: one
-ApiVersions exchange to check that the broker serves the request at the version we
-send, then the request itself. Message classes come from kio, as in the broker, but
-nothing here imports the broker's packages.
+DescribeLogDirs, DescribeQuorum or OffsetDelete, and cannot name the cluster-wide broker
+default resource ("") in DescribeConfigs/IncrementalAlterConfigs. Those go over a plain
+connection of their own: one ApiVersions exchange to check that the broker serves the
+request at the version we send, then the request itself. Message classes come from kio,
+as in the broker, but nothing here imports the broker's packages.
 
 The exchange is sans-I/O (`_conversation` yields frames to send and receives the frames
 read back); `request` runs it over a blocking socket, `request_async` over asyncio

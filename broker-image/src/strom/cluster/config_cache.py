@@ -1,5 +1,5 @@
 """The configs in force on this broker: the broker config under its dynamic layers, and
-each topic's effective config, kept current by metadata deltas.
+each topic's and each group's effective config, kept current by metadata deltas.
 
 A publisher: a delta that changes a dynamic broker layer rebuilds the broker config;
 one that changes a topic's overrides, or any broker layer (topics fall back to broker
@@ -15,8 +15,9 @@ from typing import Any
 
 from strom.cluster import delta as deltas
 from strom.cluster import image as images
-from strom.config import altering
+from strom.config import altering, definitions
 from strom.config import broker as broker_config
+from strom.config import groups as group_config
 from strom.config import topics as topic_config
 from strom.storage import log_config, validator
 
@@ -36,6 +37,8 @@ class ConfigCache:
         self.broker = static
         self._topics: dict[str, topic_config.TopicConfig] = {}
         self._rules: dict[str, validator.Rules] = {}
+        self._groups: dict[str, group_config.GroupConfig] = {}
+        self._broker_group: group_config.GroupConfig | None = None  # a group without configs
         self._load_layers(image())
 
     def _load_layers(self, image: images.MetadataImage) -> None:
@@ -53,6 +56,8 @@ class ConfigCache:
         self._load_layers(image)
         self._topics.clear()
         self._rules.clear()
+        self._groups.clear()
+        self._broker_group = None
 
     def publish(self, delta: deltas.MetadataDelta, image: images.MetadataImage) -> None:
         if delta.changed_broker_configs:
@@ -66,6 +71,29 @@ class ConfigCache:
         for name in names:
             self._topics.pop(name, None)
             self._rules.pop(name, None)
+        for group_id in delta.changed_group_configs:
+            self._groups.pop(group_id, None)
+
+    def group(self, group_id: str) -> group_config.GroupConfig:
+        """The effective config of a group (GROUP resource): its own configs over the
+        broker's group.* settings, e.g. `consumer_session_timeout_ms`. This is what the
+        group coordinator reads; a group with no configs of its own gets the broker's."""
+        cached = self._groups.get(group_id)
+        if cached is not None:
+            return cached
+        overrides = self._image().group_overrides(group_id)
+        if overrides:
+            try:
+                cached = group_config.effective_group_config(self.broker, overrides)
+                self._groups[group_id] = cached
+                return cached
+            except definitions.ConfigError as error:
+                # Stored under other bounds (the broker's have changed since): the broker's
+                # settings then, rather than a group the coordinator cannot run.
+                log.warning("group %s: ignoring its stored configs: %s", group_id, error)
+        if self._broker_group is None:
+            self._broker_group = group_config.effective_group_config(self.broker, {})
+        return self._broker_group
 
     def topic(self, name: str) -> topic_config.TopicConfig:
         """The effective config of a topic (the broker's settings for an unknown one)."""

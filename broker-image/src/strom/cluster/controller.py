@@ -407,6 +407,16 @@ class Controller:
         which = "cluster-wide default" if resource_name == "" else f"broker {resource_name}"
         log.info("altered dynamic %s configs: %s", which, dict(layer) or "none")
 
+    @_not_cancelled_midway
+    async def set_group_configs(self, group_id: str, configs: Mapping[str, str]) -> None:
+        """Replace a group's configs (validated by the caller) with `configs`."""
+        async with self._lock:
+            stored = self.image.group_configs.get(group_id, {})
+            await self._commit(
+                _Batch(config_records.changes(records.GROUP_RESOURCE, group_id, stored, configs))
+            )
+        log.info("altered configs of group %s: %s", group_id, dict(configs) or "none")
+
     # Brokers -------------------------------------------------------------------------
 
     @_not_cancelled_midway

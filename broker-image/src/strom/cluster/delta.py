@@ -39,11 +39,13 @@ class MetadataDelta:
     changed_partitions: dict[uuid.UUID, set[int]] = field(default_factory=dict)
     changed_topic_configs: set[uuid.UUID] = field(default_factory=set)
     changed_broker_configs: set[str] = field(default_factory=set)
+    changed_group_configs: set[str] = field(default_factory=set)
     producer_ids_changed: bool = False
     changed_brokers: set[int] = field(default_factory=set)
     _brokers: dict[int, images.BrokerImage | None] = field(default_factory=dict)
     _topics: dict[uuid.UUID, _TopicChange] = field(default_factory=dict)
     _broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    _group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     _next_producer_id: int | None = None
     offset: int = -1  # the metadata log offset of the last record
     # A snapshot's state replacing the image's (`replacement`): the offset is the
@@ -82,6 +84,7 @@ class MetadataDelta:
             self._topics
             or self.removed_topics
             or self._broker_configs
+            or self._group_configs
             or self._brokers
             or self._next_producer_id is not None
         )
@@ -224,12 +227,14 @@ class MetadataDelta:
             self.changed_topic_configs.add(change.topic_id)
         elif record.resource_type == records.BROKER_RESOURCE:
             name = record.resource_name
-            layer = self._broker_configs.get(name)
-            if layer is None:
-                layer = self.image.dynamic_broker_configs(name)
-                self._broker_configs[name] = layer
+            layer = self._broker_configs.setdefault(name, self.image.dynamic_broker_configs(name))
             _set_or_remove(layer, record.name, record.value)
             self.changed_broker_configs.add(name)
+        elif record.resource_type == records.GROUP_RESOURCE:
+            group_id = record.resource_name
+            configs = self._group_configs.setdefault(group_id, self.image.group_overrides(group_id))
+            _set_or_remove(configs, record.name, record.value)
+            self.changed_group_configs.add(group_id)
         else:
             raise DeltaError(f"ConfigRecord for unknown resource type {record.resource_type}")
 
@@ -254,6 +259,12 @@ class MetadataDelta:
                 broker_configs[name] = dict(layer)
             else:
                 broker_configs.pop(name, None)
+        group_configs = dict(before.group_configs)
+        for group_id, configs in self._group_configs.items():
+            if configs:
+                group_configs[group_id] = dict(configs)
+            else:
+                group_configs.pop(group_id, None)
         brokers = dict(before.brokers)
         for node_id, broker in self._brokers.items():
             if broker is None:
@@ -271,6 +282,7 @@ class MetadataDelta:
             broker_configs=broker_configs,
             next_producer_id=next_producer_id,
             brokers=brokers,
+            group_configs=group_configs,
         )
 
 
@@ -351,6 +363,11 @@ def replacement(before: images.MetadataImage, after: images.MetadataImage) -> Me
         if dict(before.broker_configs.get(name, {})) != layer:
             delta._broker_configs[name] = layer
             delta.changed_broker_configs.add(name)
+    for group_id in before.group_configs.keys() | after.group_configs.keys():
+        configs = dict(after.group_configs.get(group_id, {}))
+        if dict(before.group_configs.get(group_id, {})) != configs:
+            delta._group_configs[group_id] = configs
+            delta.changed_group_configs.add(group_id)
     for node_id in before.brokers.keys() | after.brokers.keys():
         broker = after.brokers.get(node_id)
         if before.brokers.get(node_id) != broker:

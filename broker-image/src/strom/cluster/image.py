@@ -100,6 +100,8 @@ class MetadataImage:
     # the first producer id of the next block the controller hands out
     next_producer_id: int = 0
     brokers: Mapping[int, BrokerImage] = field(default_factory=dict)
+    # group configs (GROUP resources) by group id: only the groups that have some
+    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics.get(name)
@@ -113,6 +115,11 @@ class MetadataImage:
 
     def dynamic_broker_configs(self, resource_name: str) -> dict[str, str]:
         return dict(self.broker_configs.get(resource_name, {}))
+
+    def group_overrides(self, group_id: str) -> dict[str, str]:
+        """A group's stored configs (raw strings); its effective config is the config
+        cache's `group(group_id)`."""
+        return dict(self.group_configs.get(group_id, {}))
 
     def partitions_of(self, node_id: int) -> Iterator[tuple[TopicImage, PartitionImage]]:
         """Every partition with a replica on `node_id`."""

@@ -25,6 +25,7 @@ FRAME_VERSION = 1
 # ConfigRecord resource types (Kafka's ConfigResource.Type ids).
 TOPIC_RESOURCE = 2
 BROKER_RESOURCE = 4
+GROUP_RESOURCE = 32  # a group's configs (Kafka's GroupConfig, KIP-848)
 
 
 class RecordDecodeError(Exception):
@@ -64,7 +65,7 @@ class PartitionRecord:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ConfigRecord:
-    """ConfigRecord.json, api key 4: one config of a topic or broker; a null value
+    """ConfigRecord.json, api key 4: one config of a topic, broker or group; a null value
     removes it. The broker resource "" is the cluster-wide dynamic default."""
 
     __type__: ClassVar = EntityType.data

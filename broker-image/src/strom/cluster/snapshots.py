@@ -82,6 +82,8 @@ def image_records(image: images.MetadataImage) -> list[records.MetadataRecord]:
         )
     for name in sorted(image.topics):
         out.extend(_configs(records.TOPIC_RESOURCE, name, image.topics[name].configs))
+    for group_id in sorted(image.group_configs):
+        out.extend(_configs(records.GROUP_RESOURCE, group_id, image.group_configs[group_id]))
     # none for an empty image's (no block handed out yet), as Kafka's ProducerIdsImage
     if image.next_producer_id != images.MetadataImage(image.cluster_id).next_producer_id:
         out.append(

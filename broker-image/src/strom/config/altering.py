@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from strom.config import broker as broker_module
 from strom.config import definitions
+from strom.config import groups as groups_module
 from strom.config import topics as topics_module
 
 
@@ -140,6 +141,29 @@ def replaced_topic_configs(configs: Iterable[tuple[str, str | None]]) -> dict[st
 def _check_topic_key(name: str) -> None:
     if name not in definitions.TOPIC_CONFIGS:
         raise topics_module.unknown_topic_key_error(name)
+
+
+# --- groups
+
+
+def altered_group_configs(
+    stored: Mapping[str, str],
+    changes: Iterable[ConfigChange],
+    broker: broker_module.BrokerConfig,
+) -> dict[str, str]:
+    """A group's configs after IncrementalAlterConfigs, validated against the broker's
+    bounds (canonical strings); a refusal is a ConfigError (INVALID_CONFIG), as Kafka's."""
+    changes = list(changes)
+    for change in changes:
+        if change.name not in groups_module.GROUP_CONFIGS:
+            raise groups_module.unknown_group_key_error(change.name)
+    effective = groups_module.effective_group_config(broker, {})
+
+    def current_value(name: str) -> str | None:
+        return effective.entries([name])[0].value
+
+    result = apply_changes(stored, changes, groups_module.GROUP_CONFIGS, current_value)
+    return groups_module.effective_group_config(broker, result).overrides
 
 
 # --- the dynamic broker layers

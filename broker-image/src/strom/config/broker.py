@@ -588,9 +588,12 @@ class BrokerConfig:
         value = self.rendered(name)
         source = self.source(name)
         if cluster_default:
-            # The cluster-wide view: what this broker alone overrides is not part of it.
+            # The cluster-wide view lists only the cluster-wide dynamic defaults, as Kafka's
+            # ConfigHelper does for the resource "" (no per-broker, static or default rows).
             synonyms = tuple(
-                s for s in synonyms if s.source != definitions.ConfigSource.DYNAMIC_BROKER_CONFIG
+                s
+                for s in synonyms
+                if s.source == definitions.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             )
             value, source = synonyms[0].value, synonyms[0].source
         sensitive = definition.is_sensitive

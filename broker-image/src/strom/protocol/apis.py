@@ -47,6 +47,7 @@ class ApiKey(enum.IntEnum):
     DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    ALTER_REPLICA_LOG_DIRS = 34
     DESCRIBE_LOG_DIRS = 35
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
@@ -65,6 +66,8 @@ class ApiKey(enum.IntEnum):
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
     ALLOCATE_PRODUCER_IDS = 67
+    LIST_CONFIG_RESOURCES = 74
+    DESCRIBE_TOPIC_PARTITIONS = 75
 
 
 # (min, max) per API served on a listener.
@@ -74,7 +77,7 @@ VersionTable = dict[ApiKey, tuple[int, int]]
 SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.PRODUCE: (3, 13),
     ApiKey.FETCH: (4, 17),
-    ApiKey.LIST_OFFSETS: (1, 10),
+    ApiKey.LIST_OFFSETS: (1, 11),  # v11: -6 (earliest pending upload), -1 without tiering
     ApiKey.METADATA: (0, 13),
     ApiKey.OFFSET_COMMIT: (2, 9),  # v10 names topics by id
     ApiKey.OFFSET_FETCH: (1, 9),  # v10 names topics by id
@@ -96,6 +99,7 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (1, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (1, 5),  # v5: is_cordoned, always false
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.DELETE_GROUPS: (0, 2),
@@ -105,7 +109,9 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.LIST_PARTITION_REASSIGNMENTS: (0, 0),
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_QUORUM: (0, 2),
-    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),  # v2: include_fenced_brokers, is_fenced
+    ApiKey.LIST_CONFIG_RESOURCES: (0, 1),  # v0: ListClientMetricsResources
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
 # What a Kafka 4 controller answers on its controller listener, of what Strom serves there:

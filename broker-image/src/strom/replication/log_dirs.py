@@ -6,7 +6,8 @@ their segments) and offset lag (how far the log end offset is behind the high wa
 0 on a leader; -1 for a log on disk that no served replica owns), and the size and free
 space of the directory's filesystem. A directory that cannot be read is described by
 its error alone. (A function beside the replica manager for now, reading only its
-public state.) Strom has no future logs (AlterReplicaLogDirs): none is ever listed.
+public state.) A replica moved by AlterReplicaLogDirs is listed where it is until its log is
+in the new dir (Strom has no future logs: none is ever listed).
 """
 
 from __future__ import annotations

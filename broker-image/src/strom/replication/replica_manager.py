@@ -33,6 +33,10 @@ CREATE_BATCH = 500
 MAINTENANCE_INTERVAL_CAP_MS = 30_000
 
 
+class ReplicaNotServedError(Exception):
+    """The broker does not serve this replica (not placed here, or being moved)."""
+
+
 class ReplicaManager:
     name = "replica manager"
 
@@ -65,6 +69,8 @@ class ReplicaManager:
         self._image = images.MetadataImage("")
         self._creating: set[PartitionKey] = set()
         self._creations: set[asyncio.Task[None]] = set()
+        # replicas whose logs move between log dirs (not served until moved)
+        self._moving: set[PartitionKey] = set()
 
     # Lookups ---------------------------------------------------------------------------
 
@@ -141,6 +147,8 @@ class ReplicaManager:
                 key = (topic.name, index)
                 if self.node_id not in state.replicas:
                     self._stop_serving(topic.name, index, delete=True)
+                elif key in self._moving:
+                    continue  # served as the image then has it once moved
                 elif key in self._partitions or self.logs.get(*key) is not None:
                     self._serve(topic, state)
                 elif key not in self._creating:
@@ -166,8 +174,41 @@ class ReplicaManager:
         partition = self._partitions.pop((topic, index), None)
         if partition is not None:
             partition.close_waiters()
-        if delete and (topic, index) not in self._creating:  # else removed once created
-            self.logs.delete_partition(topic, index)
+        if delete and (topic, index) not in self._creating | self._moving:
+            self.logs.delete_partition(topic, index)  # else removed once created or moved
+
+    # Moving a replica between log dirs (AlterReplicaLogDirs) ------------------------------
+
+    def begin_move(self, topic: str, index: int, target_dir: Path) -> None:
+        """Start moving a served replica's log to `target_dir`, one of the log dirs (done
+        when DescribeLogDirs lists it there). The replica is not served while its log is
+        closed, moved (a rename, or a copy in a worker thread between filesystems) and
+        opened again: clients retry as after a leader change. Kafka instead copies into a
+        "future" log while serving, then swaps. Raises ReplicaNotServedError when this
+        broker does not serve the replica (or is moving it already)."""
+        key = (topic, index)
+        if key not in self._partitions or key in self._moving:
+            raise ReplicaNotServedError(f"{topic}-{index} is not served here")
+        if self.logs.log_dir_of(topic, index) == target_dir:
+            return
+        self._moving.add(key)
+        self._stop_serving(topic, index, delete=False)
+        task = asyncio.get_running_loop().create_task(self._move(key, target_dir))
+        self._creations.add(task)
+        task.add_done_callback(self._creations.discard)
+
+    async def _move(self, key: PartitionKey, target_dir: Path) -> None:
+        try:
+            await asyncio.to_thread(self.logs.move_log, *key, target_dir)
+            log.info("moved the log of %s-%d to %s", *key, target_dir)
+        except OSError as error:
+            log.error("cannot move the log of %s-%d to %s: %s", *key, target_dir, error)
+            self._on_storage_error(error)
+        except asyncio.CancelledError:  # shutting down: nothing to serve any more
+            self._moving.discard(key)
+            raise
+        self._moving.discard(key)
+        self._serve_current(key)
 
     # Logs of new replicas placed here by another node's controller ---------------------
 

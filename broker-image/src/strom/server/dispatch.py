@@ -18,6 +18,7 @@ from strom.server.handlers import (
     acls,
     broker_lifecycle,
     cluster_info,
+    config_resources,
     configs,
     elections,
     fetching,
@@ -31,6 +32,7 @@ from strom.server.handlers import (
     quorum,
     quorum_rpcs,
     reassignments,
+    topic_partitions,
     topics,
     versions,
 )
@@ -41,6 +43,7 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.API_VERSIONS: versions.handle_api_versions,
     apis.ApiKey.METADATA: cluster_info.handle_metadata,
     apis.ApiKey.DESCRIBE_CLUSTER: cluster_info.handle_describe_cluster,
+    apis.ApiKey.DESCRIBE_TOPIC_PARTITIONS: topic_partitions.handle_describe_topic_partitions,
     apis.ApiKey.DESCRIBE_QUORUM: forwarding.forwarded(quorum.handle_describe_quorum),
     apis.ApiKey.PRODUCE: producing.handle_produce,
     apis.ApiKey.FETCH: fetching.handle_fetch,
@@ -48,6 +51,7 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.DELETE_RECORDS: offsets.handle_delete_records,
     apis.ApiKey.OFFSET_FOR_LEADER_EPOCH: leader_epochs.handle_offset_for_leader_epoch,
     apis.ApiKey.DESCRIBE_LOG_DIRS: log_dirs.handle_describe_log_dirs,
+    apis.ApiKey.ALTER_REPLICA_LOG_DIRS: log_dirs.handle_alter_replica_log_dirs,
     apis.ApiKey.CREATE_TOPICS: forwarding.forwarded(topics.handle_create_topics),
     apis.ApiKey.DELETE_TOPICS: forwarding.forwarded(topics.handle_delete_topics),
     apis.ApiKey.CREATE_PARTITIONS: forwarding.forwarded(topics.handle_create_partitions),
@@ -62,6 +66,7 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.CREATE_ACLS: acls.handle_create_acls,
     apis.ApiKey.DELETE_ACLS: acls.handle_delete_acls,
     apis.ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
+    apis.ApiKey.LIST_CONFIG_RESOURCES: config_resources.handle_list_config_resources,
     apis.ApiKey.ALTER_CONFIGS: forwarding.forwarded(configs.handle_alter_configs),
     apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: forwarding.forwarded(
         configs.handle_incremental_alter_configs

@@ -44,7 +44,8 @@ class LogConfig:
             raise ValueError(f"max_message_bytes must be >= 0, got {self.max_message_bytes}")
         if self.message_timestamp_type not in ("CreateTime", "LogAppendTime"):
             raise ValueError(f"unknown message_timestamp_type {self.message_timestamp_type!r}")
-        if not self.cleanup_policy or not set(self.cleanup_policy) <= {"delete", "compact"}:
+        # empty: neither (Kafka 4's "infinite retention", segments kept for good)
+        if not set(self.cleanup_policy) <= {"delete", "compact"}:
             raise ValueError(f"unknown cleanup_policy {self.cleanup_policy!r}")
 
     @property

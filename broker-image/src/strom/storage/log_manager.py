@@ -24,6 +24,7 @@ on serving the logs already open; creations and deletions take a lock, lookups d
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -294,6 +295,61 @@ class LogManager:
             self._count_of[log_dir] -= 1
         log.delete()
         return True
+
+    def move_log(self, topic: str, partition: int, target_dir: Path) -> partition_log.PartitionLog:
+        """Move a partition's log to another of the log dirs (AlterReplicaLogDirs) and
+        return it opened there. Blocking (a copy between filesystems): run it in a worker
+        thread while nothing else uses the log, which is closed first.
+
+        A rename when both dirs share a filesystem; else a copy under a `-creating` name,
+        fsynced and renamed into place, then the old directory removed as a deletion is
+        (a crash leaves leftovers that startup removes, never two live copies)."""
+        key = (topic, partition)
+        with self._lock:
+            log = self._logs[key]
+            source_dir = self._log_dir_of[key]
+            if source_dir == target_dir:
+                return log
+            log.close()
+            source = log.directory
+            destination = target_dir / source.name
+            try:
+                os.rename(source, destination)
+            except OSError as error:
+                if error.errno != errno.EXDEV:
+                    raise
+                copying = destination.with_name(
+                    f"{destination.name}.{uuid.uuid4().hex}{CREATING_DIR_SUFFIX}"
+                )
+                shutil.copytree(source, copying)
+                for copied in copying.iterdir():
+                    checkpoints.fsync_path(copied)
+                copying.rename(destination)
+                doomed = source.with_name(
+                    f"{source.name}.{uuid.uuid4().hex}{partition_log.DELETE_DIR_SUFFIX}"
+                )
+                source.rename(doomed)
+                shutil.rmtree(doomed, ignore_errors=True)
+            checkpoints.fsync_path(target_dir)
+            moved = partition_log.PartitionLog.open(
+                destination,
+                log.config,
+                self._now_ms,
+                handles=self.handles,
+                dir_offsets=partition_log.DirOffsets(
+                    clean_shutdown=True,  # closed just now
+                    recovery_point=log.recovery_point,
+                    log_start_offset=log.log_start_offset,
+                    high_watermark=log.high_watermark,
+                    changed=self._changed_callback(target_dir),
+                ),
+            )
+            del self._logs[key], self._log_dir_of[key]
+            self._count_of[source_dir] -= 1
+            self._register(key, target_dir, moved)
+        self._write_checkpoints(target_dir)
+        self._write_checkpoints(source_dir)
+        return moved
 
     def __iter__(self) -> Iterator[tuple[TopicPartition, partition_log.PartitionLog]]:
         return iter(list(self._logs.items()))

@@ -23,15 +23,21 @@ _BROKERS_ENDPOINT_TYPE = 1
 _CONTROLLERS_ENDPOINT_TYPE = 2
 
 
-def _broker_entries(broker: BrokerContext, request_context: RequestContext) -> list[dict[str, Any]]:
-    """The live brokers with their endpoint on the listener the request came in on."""
+def _broker_entries(
+    broker: BrokerContext, request_context: RequestContext, *, include_fenced: bool = False
+) -> list[dict[str, Any]]:
+    """The live brokers (and the fenced ones too if asked: DescribeCluster v2) with their
+    endpoint on the listener the request came in on."""
     entries = []
-    for registered in broker.image.live_brokers():
+    image = broker.image
+    registered_brokers = (
+        [b for _, b in sorted(image.brokers.items())] if include_fenced else image.live_brokers()
+    )
+    for registered in registered_brokers:
         endpoint = registered.endpoint(request_context.listener)
         if endpoint is not None:
-            entries.append(
-                _broker_entry(registered.node_id, endpoint.host, endpoint.port, registered.rack)
-            )
+            entry = _broker_entry(registered.node_id, endpoint.host, endpoint.port, registered.rack)
+            entries.append({**entry, "is_fenced": registered.fenced})
     if not entries:
         # before any broker registered (a node still starting, or a bare test broker)
         own = broker.endpoint_for(request_context.listener)
@@ -235,12 +241,13 @@ async def handle_describe_cluster(
     refusal = _endpoint_type_refusal(request, endpoint_type, _BROKERS_ENDPOINT_TYPE)
     if refusal is not None:
         return _describe_cluster_response(broker, request, endpoint_type, refusal=refusal)
+    include_fenced = bool(getattr(request.body, "include_fenced_brokers", False))
     return _describe_cluster_response(
         broker,
         request,
         endpoint_type,
         controller=controller_id(broker),
-        brokers=_broker_entries(broker, request_context),
+        brokers=_broker_entries(broker, request_context, include_fenced=include_fenced),
     )
 
 

@@ -1,10 +1,12 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, for topics and brokers.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs, for topics, brokers and
+groups (IncrementalAlterConfigs only, as Kafka).
 
 A topic's overrides and the dynamic broker layers live in the cluster metadata; a change
 is validated in full before anything is stored, `validate_only` stops right there, and
 what is stored applies at once (the broker resolves topic configs again and hands the
 open logs their new settings). The broker resource "" is the cluster-wide dynamic
-default (`kafka-configs --entity-default`), "<node.id>" this broker.
+default (`kafka-configs --entity-default`), "<node.id>" this broker. A group's configs
+(KIP-848's consumer.session.timeout.ms, ...) are stored like a topic's, for any group id.
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ if TYPE_CHECKING:
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
 
 # New topic overrides from the stored ones and the topic's effective config now.
 TopicChange = Callable[[dict[str, str], topic_configs.TopicConfig], dict[str, str]]
 # A new dynamic broker layer from the stored one and the broker config now.
 BrokerChange = Callable[[dict[str, str], broker_config.BrokerConfig], dict[str, str]]
+# A group's new configs from the stored ones and the broker config now (None: unsupported).
+GroupChange = Callable[[dict[str, str], broker_config.BrokerConfig], dict[str, str]] | None
 
 
 async def handle_describe_configs(
@@ -60,6 +65,13 @@ async def handle_describe_configs(
                 results.append(result)
                 continue
             entries = broker.configs.topic(name).entries(keys)
+        elif resource_type == GROUP:
+            if not name:
+                result["error_code"] = ErrorCode.invalid_request
+                result["error_message"] = "Group name must not be empty"
+                results.append(result)
+                continue
+            entries = broker.configs.group(name).entries(keys)
         elif resource_type == BROKER:
             if name == "":
                 entries = broker.config.cluster_default_entries(keys)
@@ -115,6 +127,7 @@ async def handle_incremental_alter_configs(
             str(resource.resource_name),
             lambda stored, effective: altering.altered_topic_configs(stored, changes, effective),
             lambda stored, config: altering.altered_broker_layer(stored, changes, config),
+            lambda stored, config: altering.altered_group_configs(stored, changes, config),
             validate_only=bool(request.body.validate_only),
             forwarded=_forwarded(broker, context),
         )
@@ -135,6 +148,7 @@ async def handle_alter_configs(
             str(resource.resource_name),
             lambda stored, effective: altering.replaced_topic_configs(configs),
             lambda stored, config: altering.replaced_broker_layer(configs),
+            None,  # the legacy AlterConfigs has no group resources, as in Kafka
             validate_only=bool(request.body.validate_only),
             forwarded=_forwarded(broker, context),
         )
@@ -196,6 +210,7 @@ async def _alter_resource(
     name: str,
     topic_change: TopicChange,
     broker_change: BrokerChange,
+    group_change: GroupChange,
     *,
     validate_only: bool,
     forwarded: bool,
@@ -204,6 +219,12 @@ async def _alter_resource(
         await _alter_topic(broker, name, topic_change, validate_only)
     elif resource_type == BROKER:
         await _alter_broker(broker, name, broker_change, validate_only, forwarded=forwarded)
+    elif resource_type == GROUP and group_change is not None:
+        if not name:
+            raise altering.InvalidConfigRequest("Group name must not be empty")
+        configs = group_change(broker.image.group_overrides(name), broker.config)
+        if not validate_only:
+            await broker.controller.set_group_configs(name, configs)
     else:
         raise altering.InvalidConfigRequest(f"Unsupported resource type {resource_type}")
 

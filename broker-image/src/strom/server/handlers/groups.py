@@ -337,14 +337,21 @@ async def handle_offset_delete(
     body = request.body
     if _elsewhere(broker, str(body.group_id)):
         return _response(request, {"error_code": ErrorCode.not_coordinator, "topics": ()})
-    wanted = [(str(t.name), int(p.partition_index)) for t in body.topics for p in t.partitions]
+    requested = [(str(t.name), int(p.partition_index)) for t in body.topics for p in t.partitions]
+    # As Kafka's KafkaApis: a partition that does not exist is answered here, not deleted.
+    image = broker.image
+    unknown = {key for key in requested if image.partition(*key) is None}
+    wanted = [key for key in requested if key not in unknown]
     outcome = await broker.groups.delete_offsets(str(body.group_id), wanted, broker.clock.time_ms())
     topics = []
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:
             key = (str(topic.name), int(p.partition_index))
-            code = ErrorCode.none if isinstance(outcome, ErrorCode) else outcome[key]
+            if key in unknown:
+                code = ErrorCode.unknown_topic_or_partition
+            else:
+                code = ErrorCode.none if isinstance(outcome, ErrorCode) else outcome[key]
             partitions.append({"partition_index": key[1], "error_code": code})
         topics.append({"name": topic.name, "partitions": partitions})
     top = outcome if isinstance(outcome, ErrorCode) else ErrorCode.none
