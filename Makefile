@@ -87,7 +87,7 @@ raft-sim: install-python
 		$(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --start $(START) --jobs $(JOBS))
 
 test: install k8s-tools lint typecheck
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest --durations=25 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .strom-data e2e/peers/lib e2e/peers/target
