@@ -342,6 +342,28 @@ def _check_queued_request_bytes(value: ConfigValue) -> str | None:
     return None
 
 
+# Kafka's names of its server-side assignors, and the short names they answer to.
+CONSUMER_ASSIGNORS = {
+    "uniform": "uniform",
+    "range": "range",
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def _check_assignors(value: ConfigValue) -> str | None:
+    names = value if isinstance(value, tuple) else ()
+    if not names:
+        return "at least one assignor is needed"
+    unknown = [name for name in names if name not in CONSUMER_ASSIGNORS]
+    return f"unknown assignor(s) {', '.join(unknown)}: uniform or range" if unknown else None
+
+
+def _check_classic_protocol(value: ConfigValue) -> str | None:
+    # Kafka: the classic protocol is always served (KafkaConfig's validation).
+    return None if isinstance(value, tuple) and "classic" in value else "must include classic"
+
+
 def _all(*validators: Validator) -> Validator:
     def check(value: ConfigValue) -> str | None:
         for validator in validators:
@@ -509,6 +531,11 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("group.min.session.timeout.ms", _I, "6000", "Minimum session timeout a consumer may ask for."),
     ConfigDef("group.max.session.timeout.ms", _I, "1800000", "Maximum session timeout a consumer may ask for."),
     ConfigDef("group.max.size", _I, str(INT_MAX), "Maximum members in one consumer group.", AtLeast(1)),
+    ConfigDef("group.coordinator.rebalance.protocols", _LI, "classic,consumer", "The group protocols served: classic (JoinGroup/SyncGroup) and consumer (KIP-848's ConsumerGroupHeartbeat).", _all(OneOf(("classic", "consumer")), Custom(_check_classic_protocol))),
+    ConfigDef("group.consumer.heartbeat.interval.ms", _I, "5000", "How often members of a consumer-protocol group heartbeat.", AtLeast(1)),
+    ConfigDef("group.consumer.session.timeout.ms", _I, "45000", "A consumer-protocol member without a heartbeat for this long is removed from its group.", AtLeast(1)),
+    ConfigDef("group.consumer.assignors", _LI, "uniform,range", "The server-side assignors of consumer-protocol groups (uniform, range, or Kafka's class names of them); the first is the default.", Custom(_check_assignors)),
+    ConfigDef("group.consumer.migration.policy", _S, "bidirectional", "Whether a classic group converts to a consumer-protocol group (upgrade), back (downgrade), both (bidirectional) or neither (disabled).", OneOf(("disabled", "upgrade", "downgrade", "bidirectional"))),
     ConfigDef("share.coordinator.state.topic.replication.factor", _SH, "1", "Replication factor of the share-group state topic." + _IGNORED, AtLeast(1), ignored=True),
     ConfigDef("share.coordinator.state.topic.min.isr", _SH, "1", "min.insync.replicas of the share-group state topic." + _IGNORED, AtLeast(1), ignored=True),
     # --- Strom-specific

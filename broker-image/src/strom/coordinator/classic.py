@@ -64,6 +64,13 @@ class ClassicProtocol:
             # JoinGroup v0 had no rebalance timeout
             candidate.rebalance_timeout_ms = candidate.session_timeout_ms
         group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            if group.consumer.members:
+                # Classic members inside a consumer group are not served (Kafka's online
+                # migration): the group keeps the consumer protocol.
+                return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
+            log.info("group %s: the empty consumer group becomes a classic group", group_id)
+            group.consumer = None
         if group is None or group.state == State.DEAD:
             if member_id:
                 return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from strom.coordinator import classic, offsets, offsets_log, rebalance, runtime, states
+from strom.coordinator import classic, consumer, offsets, offsets_log, rebalance, runtime, states
 from strom.coordinator import group as group_model
 
 
@@ -28,6 +28,21 @@ class GroupCoordinator:
         self._runtime = runtime.Runtime(store)
         self._classic = classic.ClassicProtocol(self.groups, config, self._runtime)
         self._offsets = offsets.OffsetManager(self.groups, config, self._runtime)
+        self._consumer = consumer.ConsumerProtocol(
+            self.groups,
+            config,
+            session_timeout_ms=self.effective_session_timeout_ms,
+            heartbeat_interval_ms=self.effective_heartbeat_interval_ms,
+        )
+
+    # Group-level overrides of the broker's settings (consumer.session.timeout.ms and
+    # consumer.heartbeat.interval.ms as GROUP config resources): read here only.
+
+    def effective_session_timeout_ms(self, group_id: str) -> int:
+        return self.config.consumer_session_timeout_ms
+
+    def effective_heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.config.consumer_heartbeat_interval_ms
 
     def load(self, partitions: Iterable[int], now_ms: int) -> None:
         """Coordinate the groups of these `__consumer_offsets` partitions: rebuilt from
@@ -134,6 +149,15 @@ class GroupCoordinator:
     def tick(self, now_ms: int) -> None:
         """Expire sessions, pending members and rebalance timeouts due at `now_ms`."""
         self._classic.tick(now_ms)
+        self._consumer.tick(now_ms)
+
+    # The consumer protocol (KIP-848) -------------------------------------------------
+
+    def consumer_heartbeat(
+        self, request: consumer.Heartbeat, topics: consumer.TopicLookup, now_ms: int
+    ) -> consumer.HeartbeatResult:
+        """ConsumerGroupHeartbeat; `topics` finds a subscribed topic's id and partitions."""
+        return self._consumer.heartbeat(request, topics, now_ms)
 
     # Offsets -------------------------------------------------------------------------
 
@@ -146,8 +170,10 @@ class GroupCoordinator:
         group_instance_id: str | None,
         offsets: list[tuple[str, int, int, int, str | None]],
         now_ms: int,
+        api_version: int = 9,
     ) -> ErrorCode | dict[tuple[str, int], ErrorCode]:
-        """Commit (topic, partition, offset, leader epoch, metadata) entries.
+        """Commit (topic, partition, offset, leader epoch, metadata) entries;
+        `generation_id` is the member epoch of a consumer-protocol group.
 
         Returns one error for the whole request, or an error per partition."""
         return await self._offsets.commit(
@@ -157,13 +183,19 @@ class GroupCoordinator:
             group_instance_id=group_instance_id,
             offsets=offsets,
             now_ms=now_ms,
+            api_version=api_version,
         )
 
     def fetch_offsets(
-        self, group_id: str, wanted: list[tuple[str, int]] | None
-    ) -> dict[tuple[str, int], group_model.CommittedOffset | None]:
-        """Committed offsets of `wanted` partitions (None: all the group has)."""
-        return self._offsets.fetch(group_id, wanted)
+        self,
+        group_id: str,
+        wanted: list[tuple[str, int]] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> ErrorCode | dict[tuple[str, int], group_model.CommittedOffset | None]:
+        """Committed offsets of `wanted` partitions (None: all the group has), or why a
+        consumer-protocol member may not fetch them."""
+        return self._offsets.fetch(group_id, wanted, member_id, member_epoch)
 
     async def delete_offsets(
         self, group_id: str, partitions: list[tuple[str, int]], now_ms: int
@@ -186,7 +218,7 @@ class GroupCoordinator:
             g
             for g in self.groups.values()
             if g.state != states.GroupState.DEAD
-            and (not states_filter or g.state.value.lower() in states_filter)
+            and (not states_filter or g.state_name().lower() in states_filter)
         ]
 
     async def delete_groups(self, group_ids: list[str], now_ms: int) -> dict[str, ErrorCode]:
@@ -196,7 +228,7 @@ class GroupCoordinator:
             group = self.groups.get(group_id)
             if group is None or group.state == states.GroupState.DEAD:
                 results[group_id] = ErrorCode.group_id_not_found
-            elif group.state != states.GroupState.EMPTY:
+            elif not group.is_empty():
                 results[group_id] = ErrorCode.non_empty_group
             else:
                 results[group_id] = ErrorCode.none

@@ -55,12 +55,19 @@ class OffsetManager:
         group_instance_id: str | None,
         offsets: list[Commit],
         now_ms: int,
+        api_version: int = 9,
     ) -> ErrorCode | dict[Key, ErrorCode]:
-        """Returns one error for the whole request, or an error per partition."""
+        """Returns one error for the whole request, or an error per partition.
+
+        `generation_id` is the member epoch for a consumer-protocol group."""
         if not group_id:
             return ErrorCode.invalid_group_id
         group = self.groups.get(group_id)
-        if group is None or group.state == State.DEAD:
+        if group is not None and group.consumer is not None:
+            error = group.consumer.commit_error(member_id, generation_id, api_version)
+            if error != ErrorCode.none:
+                return error
+        elif group is None or group.state == State.DEAD:
             if generation_id >= 0:
                 return ErrorCode.illegal_generation
             # a commit from outside the group's protocol: admin tools, assign() users
@@ -106,10 +113,19 @@ class OffsetManager:
         return errors
 
     def fetch(
-        self, group_id: str, wanted: list[Key] | None
-    ) -> dict[Key, group_model.CommittedOffset | None]:
-        """Committed offsets of `wanted` partitions (None: all the group has)."""
+        self,
+        group_id: str,
+        wanted: list[Key] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> ErrorCode | dict[Key, group_model.CommittedOffset | None]:
+        """Committed offsets of `wanted` partitions (None: all the group has), or the
+        error of a consumer-protocol member that may not fetch (OffsetFetch v9+)."""
         group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            error = group.consumer.fetch_error(member_id, member_epoch)
+            if error != ErrorCode.none:
+                return error
         stored = group.offsets if group is not None else {}
         if wanted is None:
             return dict(stored)
@@ -145,7 +161,7 @@ class OffsetManager:
         retention = self.config.offsets_retention_ms
         drops = []
         for group in list(self.groups.values()):
-            if group.state != State.EMPTY:
+            if not group.is_empty():
                 continue
             expired = [
                 key
@@ -215,15 +231,11 @@ class _Drop:
         group = self._group = self._groups.get(self._group_id)
         if group is None:
             return []
-        if self._admin_delete and group.state != State.EMPTY:
+        if self._admin_delete and not group.is_empty():
             self.refused = True  # a member joined since DeleteGroups looked
             return []
         self._dropping = list(group.offsets) if self._keys is None else self._keys
-        self._delete_group = (
-            group.state == State.EMPTY
-            and not group.members
-            and group.offsets.keys() <= set(self._dropping)
-        )
+        self._delete_group = group.is_empty() and group.offsets.keys() <= set(self._dropping)
         out = runtime.offset_tombstones(self._group_id, self._dropping)
         if self._delete_group:
             out.append(runtime.group_tombstone(self._group_id))
@@ -235,13 +247,15 @@ class _Drop:
             return
         for key in self._dropping:
             group.offsets.pop(key, None)
-        if self._delete_group and group.state == State.EMPTY and not group.members:
+        if self._delete_group and group.is_empty():
             group.offsets.clear()
             group.transition(State.DEAD, group.state_timestamp_ms)
             del self._groups[self._group_id]
 
 
 def _subscribed_topics(group: Group) -> set[str]:
+    if group.consumer is not None:
+        return group.consumer.subscribed_topic_names()
     if group.state == State.EMPTY or group.protocol_type != CONSUMER_PROTOCOL:
         return set()
     topics: set[str] = set()

@@ -62,6 +62,8 @@ class ApiKey(enum.IntEnum):
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
     ALLOCATE_PRODUCER_IDS = 67
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 # (min, max) per API served on a listener.
@@ -100,7 +102,14 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.OFFSET_DELETE: (0, 0),
     ApiKey.DESCRIBE_QUORUM: (0, 2),
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
+
+# Advertised only while group.coordinator.rebalance.protocols includes `consumer`.
+CONSUMER_PROTOCOL_APIS = frozenset(
+    {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
+)
 
 # What a Kafka 4 controller answers on its controller listener, of what Strom serves there:
 # the quorum's own RPCs (Fetch here is the Raft Fetch of `__cluster_metadata`, decoded by

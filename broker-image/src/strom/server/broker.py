@@ -149,6 +149,11 @@ class Broker:
                 max_group_size=config.group_max_size,
                 offsets_retention_ms=config.offsets_retention_ms,
                 offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+                consumer_protocol_enabled=config.group_consumer_protocol_enabled,
+                consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+                consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+                consumer_assignors=tuple(config.group_consumer_assignors),
+                consumer_migration_policy=config.group_consumer_migration_policy,
             ),
             store=offsets_log.PartitionsOffsetsLog(
                 partition_count=self.offsets_topic.partition_count,
