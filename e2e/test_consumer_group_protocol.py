@@ -1,0 +1,140 @@
+"""KIP-848's consumer group protocol with Java consumers (`group.protocol=consumer`): the
+broker assigns. One member gets every partition; a second joins and the partitions are
+split without any partition owned by both at once; the second leaves and the first gets
+them all back; every record is read once and the commits show in
+kafka-consumer-groups.sh --describe (and --members). A classic group, consumed and
+committed with `group.protocol=classic` and then stopped, becomes a consumer group when a
+consumer-protocol member joins, which goes on from the committed offsets.
+
+The same scenario runs against Apache Kafka (the expected behaviour) and Strom."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import consumer_group_tool as tool
+import group_checks as gc
+import pytest
+from apache_kafka import ApacheKafka
+from java_peers import JavaPeers
+
+PARTITIONS = 4
+GROUP = "kip848-readers"
+CLASSIC_GROUP = "kip848-converted"
+HEARTBEAT_INTERVAL_MS = "1000"  # Kafka's 5000 would only make the test slower
+WAIT_S = 90
+
+
+@pytest.fixture(params=["strom", "kafka"])
+def bootstrap(
+    request: pytest.FixtureRequest,
+    strom_factory: Any,
+    java_peers: JavaPeers,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
+    if request.param == "strom":
+        broker = strom_factory(
+            overrides={
+                **gc.BROKER_OVERRIDES,
+                "group.consumer.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+            }
+        )
+        broker.start()
+        yield broker.bootstrap
+        return
+    kafka = ApacheKafka(tmp_path_factory.mktemp("kafka"), java_peers)
+    kafka.properties["group.consumer.min.heartbeat.interval.ms"] = HEARTBEAT_INTERVAL_MS
+    kafka.properties["group.consumer.heartbeat.interval.ms"] = HEARTBEAT_INTERVAL_MS
+    kafka.start()
+    try:
+        yield kafka.bootstrap
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture
+def java_members(
+    bootstrap: str, topic: str, tmp_path: Path, java_peers: JavaPeers
+) -> Iterator[gc.Group]:
+    group = gc.Group("java", bootstrap, topic, tmp_path, java_argv=java_peers.argv)
+    yield group
+    group.cleanup()
+
+
+def committed(members: list[gc.Member]) -> dict[int, int]:
+    merged: dict[int, int] = {}
+    for member in members:
+        for partition, offset in member.committed().items():
+            merged[partition] = max(offset, merged.get(partition, 0))
+    return merged
+
+
+@pytest.mark.timeout(600)
+def test_java_consumers_share_partitions_through_the_broker(
+    bootstrap: str, java_members: gc.Group, java_peers: JavaPeers, topic: str
+) -> None:
+    gc.create_topic(bootstrap, topic, PARTITIONS)
+    produced = gc.produce(bootstrap, topic, [10] * PARTITIONS, "first")
+
+    a = java_members.start("a", GROUP, group_protocol="consumer")
+    gc.wait_balanced([a], PARTITIONS, [PARTITIONS], WAIT_S, java_members.describe)
+    b = java_members.start("b", GROUP, group_protocol="consumer")
+    gc.wait_balanced([a, b], PARTITIONS, [2, 2], WAIT_S, java_members.describe)
+    gc.wait_until(
+        lambda: committed([a, b]) == dict.fromkeys(range(PARTITIONS), 10),
+        WAIT_S,
+        java_members.describe,
+    )
+
+    # kafka-consumer-groups.sh sees the group, its members and their commits.
+    out = tool.consumer_groups(java_peers, bootstrap, "--describe", "--group", GROUP)
+    rows = tool.table(out, GROUP)
+    assert sorted(int(r["PARTITION"]) for r in rows) == list(range(PARTITIONS)), out
+    for row in rows:
+        assert (row["TOPIC"], row["CURRENT-OFFSET"], row["LAG"]) == (topic, "10", "0"), out
+    assert len({r["CONSUMER-ID"] for r in rows}) == 2, out
+    members_out = tool.consumer_groups(
+        java_peers, bootstrap, "--describe", "--group", GROUP, "--members"
+    )
+    member_rows = tool.table(members_out, GROUP)
+    assert sorted(r["#PARTITIONS"] for r in member_rows) == ["2", "2"], members_out
+    assert {r["CLIENT-ID"] for r in member_rows} == {"e2e-java-a", "e2e-java-b"}, members_out
+
+    # b leaves: a gets every partition back and reads what comes next.
+    java_members.stop_all([b])
+    produced.update(gc.produce(bootstrap, topic, [5] * PARTITIONS, "second"))
+    gc.wait_balanced([a], PARTITIONS, [PARTITIONS], WAIT_S, java_members.describe)
+    gc.wait_until(
+        lambda: committed([a, b]) == dict.fromkeys(range(PARTITIONS), 15),
+        WAIT_S,
+        java_members.describe,
+    )
+    java_members.stop_all([a])
+    gc.check_no_shared_reads([a, b])
+    gc.check_exactly_once([a, b], produced)
+    gc.check_member_errors([a, b])
+
+    # A classic group, stopped with its offsets committed, converts and keeps them.
+    c = java_members.start("c", CLASSIC_GROUP)
+    gc.wait_until(
+        lambda: committed([c]) == dict.fromkeys(range(PARTITIONS), 15),
+        WAIT_S,
+        java_members.describe,
+    )
+    java_members.stop_all([c])
+    later = gc.produce(bootstrap, topic, [3] * PARTITIONS, "third")
+    d = java_members.start("d", CLASSIC_GROUP, group_protocol="consumer")
+    gc.wait_until(
+        lambda: committed([d]) == dict.fromkeys(range(PARTITIONS), 18),
+        WAIT_S,
+        java_members.describe,
+    )
+    gc.check_exactly_once([d], later)  # from the classic group's offsets, nothing again
+    out = tool.consumer_groups(
+        java_peers, bootstrap, "--describe", "--group", CLASSIC_GROUP, "--members"
+    )
+    assert [r["CLIENT-ID"] for r in tool.table(out, CLASSIC_GROUP)] == ["e2e-java-d"], out
+    java_members.stop_all([d])
+    gc.check_member_errors([c, d])
