@@ -272,3 +272,45 @@ async def test_the_consumer_protocol_can_be_switched_off(tmp_path: Path) -> None
         assert refused.error_code == ErrorCode.unsupported_version
     finally:
         server.close()
+
+
+async def test_a_restarted_coordinator_knows_the_group_from_consumer_offsets(
+    tmp_path: Path, broker: broker_module.Broker
+) -> None:
+    assert (await heartbeat(broker, "m1", 0)).member_epoch == 1
+    assert (await heartbeat(broker, "m2", 0)).member_epoch == 2
+    asked = await heartbeat(broker, "m1", 1, owned=[0, 1])
+    kept = partitions(asked)
+    assert kept is not None and len(kept) == 1
+    await heartbeat(broker, "m1", 1, owned=kept)
+    took = await heartbeat(broker, "m2", 2, owned=[])
+    assert partitions(took) is not None
+    before = broker.groups.groups[GROUP].consumer
+    assert before is not None
+    await broker.groups.drain()
+    broker.close()
+
+    again = await loaded(tmp_path, **{"num.partitions": "2"})
+    try:
+        after = again.groups.groups[GROUP].consumer
+        assert after is not None
+        assert (after.group_epoch, after.assignment_epoch) == (2, 2)
+        assert {m: (x.member_epoch, x.assigned) for m, x in after.members.items()} == {
+            m: (x.member_epoch, x.assigned) for m, x in before.members.items()
+        }
+        assert after.target == before.target
+        # the members go on where they were, without rejoining
+        resumed = await heartbeat(again, "m1", 2, owned=kept)
+        assert (resumed.error_code, resumed.member_epoch) == (ErrorCode.none, 2)
+        # one leaves; the tombstones leave nothing of it after another restart
+        await heartbeat(again, "m2", -1)
+        await again.groups.drain()
+    finally:
+        again.close()
+    third = await loaded(tmp_path, **{"num.partitions": "2"})
+    try:
+        consumer = third.groups.groups[GROUP].consumer
+        assert consumer is not None and set(consumer.members) == {"m1"}
+        assert consumer.group_epoch == 3
+    finally:
+        third.close()

@@ -15,8 +15,8 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from strom.coordinator import consumer_records, offsets_log, rebalance, runtime, states
 from strom.coordinator import group as group_model
-from strom.coordinator import offsets_log, rebalance, runtime, states
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,9 @@ class ClassicProtocol:
                 return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
             log.info("group %s: the empty consumer group becomes a classic group", group_id)
             group.consumer = None
+            self._runtime.write_behind(
+                group_id, consumer_records.group_tombstones(group_id), now_ms
+            )
         if group is None or group.state == State.DEAD:
             if member_id:
                 return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)

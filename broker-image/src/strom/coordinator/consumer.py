@@ -13,9 +13,12 @@ member joins with ConsumerGroupHeartbeat, and an Empty consumer group becomes cl
 again on a JoinGroup, as Kafka does. A non-empty classic group does not convert online:
 the heartbeat answers GROUP_ID_NOT_FOUND, Kafka's answer when it cannot convert.
 
-Kept in memory only: a coordinator that moves or restarts forgets the members, whose
-next heartbeat gets UNKNOWN_MEMBER_ID; they rejoin with epoch 0 (committed offsets are
-in `__consumer_offsets` as always).
+Every change is written to `__consumer_offsets` in Kafka's record types
+(`consumer_records`), so a coordinator that restarts or takes the group over from another
+broker (its `__consumer_offsets` partition moved) knows the group, its epochs, members and
+assignments. The writes go behind the answer (Kafka answers once they are committed): a
+coordinator that fails before a write lands loses that change, and the member's next
+heartbeat is fenced and it rejoins.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from strom.coordinator import assignors, reconciliation, states
+from strom.coordinator import assignors, consumer_records, reconciliation, runtime, states
 from strom.coordinator import consumer_group as model
 from strom.coordinator import group as group_model
 
@@ -79,11 +82,13 @@ class ConsumerProtocol:
         self,
         groups: dict[str, Group],
         config: group_model.CoordinatorConfig,
+        writer: runtime.Runtime,
         session_timeout_ms: Callable[[str], int],
         heartbeat_interval_ms: Callable[[str], int],
     ) -> None:
         self.groups = groups
         self.config = config
+        self._runtime = writer
         self._session_timeout_ms = session_timeout_ms
         self._heartbeat_interval_ms = heartbeat_interval_ms
 
@@ -142,7 +147,8 @@ class ConsumerProtocol:
         consumer = group.consumer
         assert consumer is not None
         member_id = request.member_id or str(uuid.uuid4())  # v0 lets the coordinator pick
-        member = self._member(consumer, request, member_id)
+        records: list[consumer_records.Entry] = []
+        member = self._member(group.group_id, consumer, request, member_id, records)
         updated = dataclasses.replace(
             member,
             client_id=request.client_id,
@@ -162,13 +168,17 @@ class ConsumerProtocol:
             ),
         )
         bump = updated.subscribed_topics != member.subscribed_topics
+        if updated != member or member_id not in consumer.members:
+            records.append(consumer_records.member_metadata(group.group_id, updated))
         consumer.put_member(updated)
         metadata = _subscription_metadata(consumer.subscribed_topic_names(), topics)
         if metadata != consumer.subscription_metadata:
             consumer.subscription_metadata = metadata
+            records.append(consumer_records.subscription_metadata(group.group_id, metadata))
             bump = True
         if bump:
             consumer.group_epoch += 1
+            records.append(consumer_records.group_epoch(group.group_id, consumer.group_epoch))
             log.info(
                 "group %s: group epoch %d (member %s)",
                 group.group_id,
@@ -176,7 +186,7 @@ class ConsumerProtocol:
                 member_id,
             )
         if consumer.group_epoch > consumer.assignment_epoch:
-            self._assign(group.group_id, consumer)
+            records += self._assign(group.group_id, consumer)
         reconciled = updated
         if not updated.is_reconciled_to(consumer.assignment_epoch):
             reconciled = reconciliation.reconcile(
@@ -187,9 +197,12 @@ class ConsumerProtocol:
                 request.owned,
             )
             if reconciled != updated:
+                records.append(consumer_records.current_assignment(group.group_id, reconciled))
                 consumer.put_member(reconciled)
                 self._track_revocation(consumer, reconciled, now_ms)
         consumer.session_deadlines[member_id] = now_ms + self._session_timeout_ms(group.group_id)
+        if records:
+            self._runtime.write_behind(group.group_id, records, now_ms)
         full = joining or (
             request.rebalance_timeout_ms != -1
             and request.subscribed_topic_names is not None
@@ -230,13 +243,20 @@ class ConsumerProtocol:
         return group
 
     def _member(
-        self, consumer: model.ConsumerGroup, request: Heartbeat, member_id: str
+        self,
+        group_id: str,
+        consumer: model.ConsumerGroup,
+        request: Heartbeat,
+        member_id: str,
+        records: list[consumer_records.Entry],
     ) -> model.ConsumerMember:
         instance_id = request.instance_id
         existing = consumer.members.get(member_id)
         if request.member_epoch == model.JOIN_EPOCH:
             if instance_id is not None:
-                return self._static_member_joins(consumer, instance_id, member_id, existing)
+                return self._static_member_joins(
+                    group_id, consumer, instance_id, member_id, existing, records
+                )
             if existing is None and len(consumer.members) >= self.config.max_group_size:
                 raise HeartbeatError(
                     ErrorCode.group_max_size_reached,
@@ -265,10 +285,12 @@ class ConsumerProtocol:
 
     def _static_member_joins(
         self,
+        group_id: str,
         consumer: model.ConsumerGroup,
         instance_id: str,
         member_id: str,
         existing: model.ConsumerMember | None,
+        records: list[consumer_records.Entry],
     ) -> model.ConsumerMember:
         owner_id = consumer.static_members.get(instance_id)
         if owner_id is None or owner_id == member_id:
@@ -284,11 +306,15 @@ class ConsumerProtocol:
         target = consumer.target.pop(owner_id, {})
         consumer.remove_member(owner_id)
         consumer.target[member_id] = target
+        records += consumer_records.member_tombstones(group_id, owner_id)
+        records.append(consumer_records.target_member(group_id, member_id, target))
         return dataclasses.replace(
             owner, member_id=member_id, member_epoch=0, previous_member_epoch=0
         )
 
-    def _assign(self, group_id: str, consumer: model.ConsumerGroup) -> None:
+    def _assign(self, group_id: str, consumer: model.ConsumerGroup) -> list[consumer_records.Entry]:
+        """A new target assignment for the group epoch; returns its records (the targets
+        that changed, then the epoch)."""
         name = consumer.preferred_assignor(self.config.consumer_assignors[0])
         ids = {name: meta.topic_id for name, meta in consumer.subscription_metadata.items()}
         members = {
@@ -301,7 +327,7 @@ class ConsumerProtocol:
         counts = {
             meta.topic_id: meta.partition_count for meta in consumer.subscription_metadata.values()
         }
-        consumer.target = assignors.ASSIGNORS[name](members, counts)
+        previous, consumer.target = consumer.target, assignors.ASSIGNORS[name](members, counts)
         consumer.assignment_epoch = consumer.group_epoch
         log.info(
             "group %s: target assignment for epoch %d by the %s assignor",
@@ -309,6 +335,13 @@ class ConsumerProtocol:
             consumer.assignment_epoch,
             name,
         )
+        records = [
+            consumer_records.target_member(group_id, member_id, target)
+            for member_id, target in consumer.target.items()
+            if previous.get(member_id) != target
+        ]
+        records.append(consumer_records.target_epoch(group_id, consumer.assignment_epoch))
+        return records
 
     def _track_revocation(
         self, consumer: model.ConsumerGroup, member: model.ConsumerMember, now_ms: int
@@ -339,13 +372,18 @@ class ConsumerProtocol:
                 raise HeartbeatError(ErrorCode.fenced_instance_id)
             if request.member_epoch == model.STATIC_LEAVE_EPOCH:
                 # Gone for now: its partitions wait for it for a session timeout.
-                member = consumer.members[owner]
-                consumer.put_member(
-                    dataclasses.replace(
-                        member, member_epoch=model.STATIC_LEAVE_EPOCH, pending_revocation={}
-                    )
+                member = dataclasses.replace(
+                    consumer.members[owner],
+                    member_epoch=model.STATIC_LEAVE_EPOCH,
+                    pending_revocation={},
                 )
+                consumer.put_member(member)
                 consumer.revocation_deadlines.pop(owner, None)
+                self._runtime.write_behind(
+                    group.group_id,
+                    [consumer_records.current_assignment(group.group_id, member)],
+                    now_ms,
+                )
                 return HeartbeatResult(
                     ErrorCode.none, member_id=member_id, member_epoch=model.STATIC_LEAVE_EPOCH
                 )
@@ -363,6 +401,9 @@ class ConsumerProtocol:
         if consumer is None or consumer.remove_member(member_id) is None:
             return
         consumer.group_epoch += 1
+        records = consumer_records.member_tombstones(group.group_id, member_id)
+        records.append(consumer_records.group_epoch(group.group_id, consumer.group_epoch))
+        self._runtime.write_behind(group.group_id, records, now_ms)
         log.info(
             "group %s: member %s %s, group epoch %d",
             group.group_id,
@@ -380,6 +421,11 @@ class ConsumerProtocol:
             consumer = group.consumer
             if consumer is None:
                 continue
+            for member_id in consumer.members:
+                # members loaded from __consumer_offsets get a full session to come back
+                consumer.session_deadlines.setdefault(
+                    member_id, now_ms + self._session_timeout_ms(group.group_id)
+                )
             for member_id, deadline in list(consumer.session_deadlines.items()):
                 if now_ms >= deadline:
                     self.remove_member(group, member_id, "expired (session timeout)", now_ms)

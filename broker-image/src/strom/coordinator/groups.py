@@ -31,6 +31,7 @@ class GroupCoordinator:
         self._consumer = consumer.ConsumerProtocol(
             self.groups,
             config,
+            self._runtime,
             session_timeout_ms=self.effective_session_timeout_ms,
             heartbeat_interval_ms=self.effective_heartbeat_interval_ms,
         )

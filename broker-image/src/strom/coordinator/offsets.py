@@ -18,8 +18,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader
 from kio.serial.errors import SerialError
 
+from strom.coordinator import consumer_records, offsets_log, runtime, states
 from strom.coordinator import group as group_model
-from strom.coordinator import offsets_log, runtime, states
 
 log = logging.getLogger(__name__)
 
@@ -239,6 +239,8 @@ class _Drop:
         out = runtime.offset_tombstones(self._group_id, self._dropping)
         if self._delete_group:
             out.append(runtime.group_tombstone(self._group_id))
+            if group.consumer is not None:
+                out += consumer_records.group_tombstones(self._group_id)
         return out
 
     def apply(self) -> None:
