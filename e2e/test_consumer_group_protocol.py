@@ -6,10 +6,14 @@ kafka-consumer-groups.sh --describe (and --members). A classic group, consumed a
 committed with `group.protocol=classic` and then stopped, becomes a consumer group when a
 consumer-protocol member joins, which goes on from the committed offsets.
 
-The same scenario runs against Apache Kafka (the expected behaviour) and Strom."""
+The same scenario runs against Apache Kafka (the expected behaviour) and Strom. Then
+Strom's records of such a group in `__consumer_offsets`: a restarted broker carries on
+with the member as it was, and Kafka's DumpLogSegments decodes every record."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,12 +23,14 @@ import group_checks as gc
 import pytest
 from apache_kafka import ApacheKafka
 from java_peers import JavaPeers
+from strom_process import StromProcess
 
 PARTITIONS = 4
 GROUP = "kip848-readers"
 CLASSIC_GROUP = "kip848-converted"
 HEARTBEAT_INTERVAL_MS = "1000"  # Kafka's 5000 would only make the test slower
 WAIT_S = 90
+DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
 
 
 @pytest.fixture(params=["strom", "kafka"])
@@ -138,3 +144,71 @@ def test_java_consumers_share_partitions_through_the_broker(
     assert [r["CLIENT-ID"] for r in tool.table(out, CLASSIC_GROUP)] == ["e2e-java-d"], out
     java_members.stop_all([d])
     gc.check_member_errors([c, d])
+
+
+@pytest.mark.timeout(300)
+def test_a_restarted_broker_carries_on_with_the_group_and_kafka_reads_its_records(
+    strom_factory: Any, java_peers: JavaPeers, topic: str, tmp_path: Path
+) -> None:
+    broker: StromProcess = strom_factory(
+        overrides={
+            **gc.BROKER_OVERRIDES,
+            "group.consumer.heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+            "offsets.topic.num.partitions": "1",
+        }
+    )
+    broker.start()
+    members = gc.Group("java", broker.bootstrap, topic, tmp_path, java_argv=java_peers.argv)
+    try:
+        gc.create_topic(broker.bootstrap, topic, 2)
+        a = members.start("a", GROUP, group_protocol="consumer")
+        gc.wait_balanced([a], 2, [2], WAIT_S, members.describe)
+        before = tool.table(
+            tool.consumer_groups(
+                java_peers, broker.bootstrap, "--describe", "--group", GROUP, "--members"
+            ),
+            GROUP,
+        )
+
+        broker.restart(graceful=True)
+        # The member goes on: same member id and partitions, nothing lost or reassigned
+        # (a coordinator that forgot the group would fence it and it would rejoin).
+        produced = gc.produce(broker.bootstrap, topic, [3, 3], "after-restart")
+        gc.wait_until(lambda: committed([a]) == {0: 3, 1: 3}, WAIT_S, members.describe)
+        after = tool.table(
+            tool.consumer_groups(
+                java_peers, broker.bootstrap, "--describe", "--group", GROUP, "--members"
+            ),
+            GROUP,
+        )
+        assert [(r["CONSUMER-ID"], r["#PARTITIONS"]) for r in after] == [
+            (r["CONSUMER-ID"], "2") for r in before
+        ]
+        assert not a.of("lost") and len(a.of("assigned")) == 1, members.describe()
+        members.stop_all()
+        gc.check_exactly_once([a], produced)
+        gc.check_member_errors([a])
+    finally:
+        members.cleanup()
+    broker.stop()
+
+    segments = sorted((broker.log_dir / "__consumer_offsets-0").glob("*.log"))
+    dumped = java_peers.run(
+        DUMP_LOG_SEGMENTS, "--offsets-decoder", "--files", ",".join(map(str, segments))
+    ).stdout
+    records = [
+        (json.loads(key), payload)
+        for key, payload in re.findall(r" key: (\{.*?\}) payload: (.*)$", dumped, re.M)
+    ]
+    types = {int(key["type"]) for key, _ in records}
+    # group epoch, topics, member, target epoch, member target, member assignment
+    assert {3, 4, 5, 6, 7, 8} <= types, dumped
+    member_epochs = [
+        json.loads(payload)["data"]["memberEpoch"]
+        for key, payload in records
+        if key["type"] == "8" and payload != "<DELETE>"
+    ]
+    assert member_epochs and member_epochs[0] == 1, dumped
+    # the member left: its three records are tombstoned
+    tombstoned = {int(key["type"]) for key, payload in records if payload == "<DELETE>"}
+    assert {5, 7, 8} <= tombstoned, dumped
