@@ -244,6 +244,13 @@ def response_class(api_key: int, api_version: int) -> type[Any]:
     return load_response_schema(api_key, api_version)
 
 
+def build_response(request: Request, data: dict[str, Any]) -> Any:
+    """The response to `request` at its version from plain data, not throttled (fields the
+    version lacks are left out)."""
+    response_type = response_class(request.header.api_key, request.header.api_version)
+    return shaping.build(response_type, {"throttle_time": 0, **data})
+
+
 class _PartsWriter:
     """A kio Writable that keeps file regions apart from the encoded bytes around them."""
 

@@ -27,11 +27,6 @@ CONSUMER_MEMBER_TYPE = 1
 _DISABLED = "The consumer group protocol is not enabled (group.coordinator.rebalance.protocols)."
 
 
-def _response(request: apis.Request, data: dict[str, Any]) -> Any:
-    response_type = apis.response_class(request.header.api_key, request.header.api_version)
-    return shaping.build(response_type, {"throttle_time": 0, **data})
-
-
 async def handle_consumer_group_heartbeat(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
@@ -39,12 +34,12 @@ async def handle_consumer_group_heartbeat(
     group_id = str(body.group_id)
     empty = {"member_epoch": -1, "heartbeat_interval": 0}
     if not broker.groups.config.consumer_protocol_enabled:
-        return _response(
+        return apis.build_response(
             request,
             {**empty, "error_code": ErrorCode.unsupported_version, "error_message": _DISABLED},
         )
     if groups.coordinator_of(broker, group_id) not in (None, broker.node_id):
-        return _response(request, {**empty, "error_code": ErrorCode.not_coordinator})
+        return apis.build_response(request, {**empty, "error_code": ErrorCode.not_coordinator})
     owned = body.topic_partitions
     image = broker.image
 
@@ -74,7 +69,7 @@ async def handle_consumer_group_heartbeat(
         broker.clock.time_ms(),
     )
     if result.error != ErrorCode.none:
-        return _response(
+        return apis.build_response(
             request,
             {**empty, "error_code": result.error, "error_message": result.error_message},
         )
@@ -86,7 +81,7 @@ async def handle_consumer_group_heartbeat(
                 for topic_id, partitions in sorted(result.assignment.items(), key=_by_id)
             ]
         }
-    return _response(
+    return apis.build_response(
         request,
         {
             "error_code": ErrorCode.none,
@@ -129,7 +124,7 @@ async def handle_consumer_group_describe(
         else:
             entry.update(_describe(broker, group.consumer))
         described.append(entry)
-    return _response(request, {"groups": described})
+    return apis.build_response(request, {"groups": described})
 
 
 def _describe(broker: BrokerContext, group: model.ConsumerGroup) -> dict[str, Any]:

@@ -56,8 +56,7 @@ _NOT_COORDINATOR = {
 
 
 def _response(request: apis.Request, data: dict[str, Any]) -> Any:
-    response_type = apis.response_class(request.header.api_key, request.header.api_version)
-    return shaping.build(response_type, {"throttle_time": 0, **data})
+    return apis.build_response(request, data)
 
 
 async def handle_find_coordinator(
