@@ -4,7 +4,8 @@ split without any partition owned by both at once; the second leaves and the fir
 them all back; every record is read once and the commits show in
 kafka-consumer-groups.sh --describe (and --members). A classic group, consumed and
 committed with `group.protocol=classic` and then stopped, becomes a consumer group when a
-consumer-protocol member joins, which goes on from the committed offsets.
+consumer-protocol member joins, which goes on from the committed offsets; one with a live
+classic member converts online, the classic member sharing the partitions.
 
 The same scenario runs against Apache Kafka (the expected behaviour) and Strom. Then
 Strom's records of such a group in `__consumer_offsets`: a restarted broker carries on
@@ -28,6 +29,7 @@ from strom_process import StromProcess
 PARTITIONS = 4
 GROUP = "kip848-readers"
 CLASSIC_GROUP = "kip848-converted"
+ONLINE_GROUP = "kip848-online"
 HEARTBEAT_INTERVAL_MS = "1000"  # Kafka's 5000 would only make the test slower
 WAIT_S = 90
 DUMP_LOG_SEGMENTS = "org.apache.kafka.tools.DumpLogSegments"
@@ -144,6 +146,33 @@ def test_java_consumers_share_partitions_through_the_broker(
     assert [r["CLIENT-ID"] for r in tool.table(out, CLASSIC_GROUP)] == ["e2e-java-d"], out
     java_members.stop_all([d])
     gc.check_member_errors([c, d])
+
+    # A classic group with a live member converts online: the classic member keeps
+    # heartbeating with the classic protocol and gives up half its partitions.
+    everything = {**produced, **later}
+    e = java_members.start("e", ONLINE_GROUP)
+    gc.wait_balanced([e], PARTITIONS, [PARTITIONS], WAIT_S, java_members.describe)
+    f = java_members.start("f", ONLINE_GROUP, group_protocol="consumer")
+    gc.wait_balanced([e, f], PARTITIONS, [2, 2], WAIT_S, java_members.describe)
+    out = tool.consumer_groups(
+        java_peers, bootstrap, "--describe", "--group", ONLINE_GROUP, "--members"
+    )
+    assert sorted(r["CLIENT-ID"] for r in tool.table(out, ONLINE_GROUP)) == [
+        "e2e-java-e",
+        "e2e-java-f",
+    ], out
+    java_members.stop_all([e])
+    everything.update(gc.produce(bootstrap, topic, [2] * PARTITIONS, "fourth"))
+    gc.wait_balanced([f], PARTITIONS, [PARTITIONS], WAIT_S, java_members.describe)
+    gc.wait_until(
+        lambda: committed([e, f]) == dict.fromkeys(range(PARTITIONS), 20),
+        WAIT_S,
+        java_members.describe,
+    )
+    java_members.stop_all([f])
+    gc.check_no_shared_reads([e, f])
+    gc.check_exactly_once([e, f], everything)
+    gc.check_member_errors([e, f])
 
 
 @pytest.mark.timeout(300)

@@ -65,10 +65,7 @@ class ClassicProtocol:
             candidate.rebalance_timeout_ms = candidate.session_timeout_ms
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
-            if group.consumer.members:
-                # Classic members inside a consumer group are not served (Kafka's online
-                # migration): the group keeps the consumer protocol.
-                return JoinResult(ErrorCode.inconsistent_group_protocol, member_id=member_id)
+            # Empty (with members, `classic_members` serves the join)
             log.info("group %s: the empty consumer group becomes a classic group", group_id)
             group.consumer = None
             self._runtime.write_behind(

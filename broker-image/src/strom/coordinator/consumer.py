@@ -10,8 +10,12 @@ the group epoch bumped, so the others get its partitions.
 
 An Empty classic group (committed offsets and all) becomes a consumer group when a
 member joins with ConsumerGroupHeartbeat, and an Empty consumer group becomes classic
-again on a JoinGroup, as Kafka does. A non-empty classic group does not convert online:
-the heartbeat answers GROUP_ID_NOT_FOUND, Kafka's answer when it cannot convert.
+again on a JoinGroup, as Kafka does. A classic group with members converts online when
+group.consumer.migration.policy allows (upgrade, bidirectional) and its members use the
+consumer protocol: they keep their partitions and go on with JoinGroup, SyncGroup and
+Heartbeat inside the consumer group (`classic_members`); otherwise the heartbeat answers
+GROUP_ID_NOT_FOUND, as Kafka does. (Kafka also converts back to classic when the last
+consumer-protocol member leaves; here the group stays a consumer group.)
 
 Every change is written to `__consumer_offsets` in Kafka's record types
 (`consumer_records`), so a coordinator that restarts or takes the group over from another
@@ -31,14 +35,20 @@ from dataclasses import dataclass
 
 from kio.schema.errors import ErrorCode
 
-from strom.coordinator import assignors, consumer_records, reconciliation, runtime, states
+from strom.coordinator import (
+    assignors,
+    consumer_records,
+    conversion,
+    reconciliation,
+    runtime,
+    states,
+)
 from strom.coordinator import consumer_group as model
 from strom.coordinator import group as group_model
 
 log = logging.getLogger(__name__)
 
-# topic name -> its metadata, None if there is no such topic
-TopicLookup = Callable[[str], model.TopicMetadata | None]
+TopicLookup = model.TopicLookup
 Group = group_model.Group
 
 
@@ -143,7 +153,7 @@ class ConsumerProtocol:
 
     def _heartbeat(self, request: Heartbeat, topics: TopicLookup, now_ms: int) -> HeartbeatResult:
         joining = request.member_epoch == model.JOIN_EPOCH
-        group = self._consumer_group(request.group_id, create=joining, now_ms=now_ms)
+        group = self.consumer_group(request.group_id, create=joining, topics=topics, now_ms=now_ms)
         consumer = group.consumer
         assert consumer is not None
         member_id = request.member_id or str(uuid.uuid4())  # v0 lets the coordinator pick
@@ -167,39 +177,8 @@ class ConsumerProtocol:
                 else tuple(sorted(set(request.subscribed_topic_names)))
             ),
         )
-        bump = updated.subscribed_topics != member.subscribed_topics
-        if updated != member or member_id not in consumer.members:
-            records.append(consumer_records.member_metadata(group.group_id, updated))
-        consumer.put_member(updated)
-        metadata = _subscription_metadata(consumer.subscribed_topic_names(), topics)
-        if metadata != consumer.subscription_metadata:
-            consumer.subscription_metadata = metadata
-            records.append(consumer_records.subscription_metadata(group.group_id, metadata))
-            bump = True
-        if bump:
-            consumer.group_epoch += 1
-            records.append(consumer_records.group_epoch(group.group_id, consumer.group_epoch))
-            log.info(
-                "group %s: group epoch %d (member %s)",
-                group.group_id,
-                consumer.group_epoch,
-                member_id,
-            )
-        if consumer.group_epoch > consumer.assignment_epoch:
-            records += self._assign(group.group_id, consumer)
-        reconciled = updated
-        if not updated.is_reconciled_to(consumer.assignment_epoch):
-            reconciled = reconciliation.reconcile(
-                updated,
-                consumer.assignment_epoch,
-                consumer.target.get(member_id, {}),
-                consumer.owner_epoch,
-                request.owned,
-            )
-            if reconciled != updated:
-                records.append(consumer_records.current_assignment(group.group_id, reconciled))
-                consumer.put_member(reconciled)
-                self._track_revocation(consumer, reconciled, now_ms)
+        self.update_member(group, member, updated, topics, records)
+        reconciled = self.reconcile(group, updated, request.owned, now_ms, records)
         consumer.session_deadlines[member_id] = now_ms + self._session_timeout_ms(group.group_id)
         if records:
             self._runtime.write_behind(group.group_id, records, now_ms)
@@ -217,7 +196,76 @@ class ConsumerProtocol:
             assignment=reconciled.assigned if full or changed else None,
         )
 
-    def _consumer_group(self, group_id: str, *, create: bool, now_ms: int) -> Group:
+    def write(self, group_id: str, records: list[consumer_records.Entry], now_ms: int) -> None:
+        if records:
+            self._runtime.write_behind(group_id, records, now_ms)
+
+    def update_member(
+        self,
+        group: Group,
+        member: model.ConsumerMember,
+        updated: model.ConsumerMember,
+        topics: TopicLookup,
+        records: list[consumer_records.Entry],
+    ) -> None:
+        """Store a new or changed member; a changed subscription, or subscribed topics whose
+        partitions changed, bump the group epoch, and a group epoch ahead of the target
+        assignment's gets a new one."""
+        consumer = group.consumer
+        assert consumer is not None
+        bump = updated.subscribed_topics != member.subscribed_topics
+        if updated != member or member.member_id not in consumer.members:
+            records.append(consumer_records.member_metadata(group.group_id, updated))
+        consumer.put_member(updated)
+        metadata = model.subscription_metadata(consumer.subscribed_topic_names(), topics)
+        if metadata != consumer.subscription_metadata:
+            consumer.subscription_metadata = metadata
+            records.append(consumer_records.subscription_metadata(group.group_id, metadata))
+            bump = True
+        if bump:
+            consumer.group_epoch += 1
+            records.append(consumer_records.group_epoch(group.group_id, consumer.group_epoch))
+            log.info(
+                "group %s: group epoch %d (member %s)",
+                group.group_id,
+                consumer.group_epoch,
+                updated.member_id,
+            )
+        if consumer.group_epoch > consumer.assignment_epoch:
+            records += self._assign(group.group_id, consumer)
+
+    def reconcile(
+        self,
+        group: Group,
+        member: model.ConsumerMember,
+        owned: reconciliation.Owned,
+        now_ms: int,
+        records: list[consumer_records.Entry],
+    ) -> model.ConsumerMember:
+        """Move the member one step towards its target assignment; returns it as stored."""
+        consumer = group.consumer
+        assert consumer is not None
+        if member.is_reconciled_to(consumer.assignment_epoch):
+            return member
+        reconciled = reconciliation.reconcile(
+            member,
+            consumer.assignment_epoch,
+            consumer.target.get(member.member_id, {}),
+            consumer.owner_epoch,
+            owned,
+        )
+        if reconciled != member:
+            records.append(consumer_records.current_assignment(group.group_id, reconciled))
+            consumer.put_member(reconciled)
+            if reconciled.classic is None:  # classic members have their join/sync timers
+                self._track_revocation(consumer, reconciled, now_ms)
+        return reconciled
+
+    def consumer_group(
+        self, group_id: str, *, create: bool, topics: TopicLookup, now_ms: int
+    ) -> Group:
+        """The consumer group `group_id`; with `create`, a new one, or a classic group
+        converted: an Empty one always, one with members as the migration policy allows."""
         group = self.groups.get(group_id)
         if group is not None and group.consumer is not None:
             return group
@@ -227,11 +275,14 @@ class ConsumerProtocol:
         if group is None or group.state == states.GroupState.DEAD:
             group = self.groups[group_id] = Group(group_id, now_ms)
         elif not group.is_empty() or group.pending_members:
-            raise HeartbeatError(
-                ErrorCode.group_id_not_found,
-                f"Group {group_id} is not a consumer group (a classic group with members"
-                " does not convert online on this broker).",
-            )
+            try:
+                conversion.convert_classic(group, topics, self.config, self._runtime, now_ms)
+            except conversion.NotConvertible as error:
+                raise HeartbeatError(
+                    ErrorCode.group_id_not_found,
+                    f"Group {group_id} is not a consumer group and cannot become one: {error}.",
+                ) from error
+            return group
         else:
             log.info("group %s: the empty classic group becomes a consumer group", group_id)
         # The classic side starts over; committed offsets stay with the group.
@@ -470,8 +521,3 @@ def _is_subset(owned: reconciliation.Owned, assigned: model.Assignment) -> bool:
         topic_id in assigned and set(partitions) <= assigned[topic_id]
         for topic_id, partitions in owned
     )
-
-
-def _subscription_metadata(names: set[str], topics: TopicLookup) -> dict[str, model.TopicMetadata]:
-    found = {name: topics(name) for name in sorted(names)}
-    return {name: meta for name, meta in found.items() if meta is not None}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import enum
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
@@ -39,6 +40,15 @@ class ConsumerGroupState(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberInfo:
+    """A member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside
+    a consumer group: Kafka's ClassicMemberMetadata."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, ConsumerProtocolSubscription)
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     member_id: str
     instance_id: str | None = None
@@ -53,6 +63,7 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMemberInfo | None = None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MemberState.STABLE and self.member_epoch == epoch
@@ -64,6 +75,16 @@ class TopicMetadata:
 
     topic_id: uuid.UUID
     partition_count: int
+
+
+# topic name -> its metadata, None if there is no such topic
+TopicLookup = Callable[[str], TopicMetadata | None]
+
+
+def subscription_metadata(names: set[str], topics: TopicLookup) -> dict[str, TopicMetadata]:
+    """The metadata of the subscribed topics that exist."""
+    found = {name: topics(name) for name in sorted(names)}
+    return {name: meta for name, meta in found.items() if meta is not None}
 
 
 class ConsumerGroup:
@@ -125,6 +146,17 @@ class ConsumerGroup:
                     if self._owner_epochs.get((topic_id, partition)) == member.member_epoch:
                         del self._owner_epochs[(topic_id, partition)]
 
+    def waiting_on_unreleased(self, member: ConsumerMember) -> bool:
+        """Some partition of the member's target is still held by another member."""
+        for topic_id, partitions in self.target.get(member.member_id, {}).items():
+            assigned = member.assigned.get(topic_id, frozenset())
+            if any(self.owner_epoch(topic_id, p) != -1 for p in partitions - assigned):
+                return True
+        return False
+
+    def topic_names(self) -> dict[uuid.UUID, str]:
+        return {meta.topic_id: name for name, meta in self.subscription_metadata.items()}
+
     def subscribed_topic_names(self) -> set[str]:
         return {topic for m in self.members.values() for topic in m.subscribed_topics}
 
@@ -154,5 +186,8 @@ class ConsumerGroup:
         if member is None:
             return ErrorCode.unknown_member_id
         if member_epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch if stale else ErrorCode.illegal_generation
+            # a classic member's epoch is its generation
+            if stale and member.classic is None:
+                return ErrorCode.stale_member_epoch
+            return ErrorCode.illegal_generation
         return ErrorCode.none

@@ -15,7 +15,16 @@ from collections.abc import Iterable
 
 from kio.schema.errors import ErrorCode
 
-from strom.coordinator import classic, consumer, offsets, offsets_log, rebalance, runtime, states
+from strom.coordinator import (
+    classic,
+    classic_members,
+    consumer,
+    offsets,
+    offsets_log,
+    rebalance,
+    runtime,
+    states,
+)
 from strom.coordinator import group as group_model
 
 
@@ -35,6 +44,7 @@ class GroupCoordinator:
             session_timeout_ms=self.effective_session_timeout_ms,
             heartbeat_interval_ms=self.effective_heartbeat_interval_ms,
         )
+        self._classic_members = classic_members.ClassicMembers(self._consumer, config)
 
     # Group-level overrides of the broker's settings (consumer.session.timeout.ms and
     # consumer.heartbeat.interval.ms as GROUP config resources): read here only.
@@ -87,7 +97,9 @@ class GroupCoordinator:
         protocols: list[tuple[str, bytes]],
         version: int,
         now_ms: int,
+        topics: consumer.TopicLookup = lambda name: None,
     ) -> group_model.JoinResult:
+        """`topics` finds a topic's id and partitions (for a consumer group's members)."""
         candidate = group_model.Member(
             member_id=member_id,
             group_instance_id=group_instance_id,
@@ -98,9 +110,20 @@ class GroupCoordinator:
             protocol_type=protocol_type,
             protocols=list(protocols),
         )
+        group = self._consumer_group_with_members(group_id)
+        if group is not None:
+            return self._classic_members.join(group, candidate, version, topics, now_ms)
         return await self._classic.join(
             group_id=group_id, candidate=candidate, version=version, now_ms=now_ms
         )
+
+    def _consumer_group_with_members(self, group_id: str) -> group_model.Group | None:
+        """The group if it runs the consumer protocol with members: classic requests are
+        then served by its classic members' rules (an Empty one turns classic on a join)."""
+        group = self.groups.get(group_id)
+        if group is None or group.consumer is None or not group.consumer.members:
+            return None
+        return group
 
     async def sync(
         self,
@@ -114,6 +137,17 @@ class GroupCoordinator:
         assignments: list[tuple[str, bytes]],
         now_ms: int,
     ) -> group_model.SyncResult:
+        group = self._consumer_group_with_members(group_id)
+        if group is not None:
+            return self._classic_members.sync(
+                group,
+                generation_id=generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                protocol_type=protocol_type,
+                protocol_name=protocol_name,
+                now_ms=now_ms,
+            )
         return await self._classic.sync(
             group_id=group_id,
             generation_id=generation_id,
@@ -134,6 +168,15 @@ class GroupCoordinator:
         group_instance_id: str | None,
         now_ms: int,
     ) -> ErrorCode:
+        group = self._consumer_group_with_members(group_id)
+        if group is not None:
+            return self._classic_members.heartbeat(
+                group,
+                generation_id=generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                now_ms=now_ms,
+            )
         return self._classic.heartbeat(
             group_id=group_id,
             generation_id=generation_id,
@@ -145,6 +188,9 @@ class GroupCoordinator:
     def leave(
         self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        group = self._consumer_group_with_members(group_id)
+        if group is not None:
+            return self._classic_members.leave(group, leaving, now_ms)
         return self._classic.leave(group_id, leaving, now_ms)
 
     def tick(self, now_ms: int) -> None:

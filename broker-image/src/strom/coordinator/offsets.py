@@ -13,12 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kio.schema.consumer_protocol_subscription import v0, v1, v2, v3
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader
-from kio.serial.errors import SerialError
 
-from strom.coordinator import consumer_records, offsets_log, runtime, states
+from strom.coordinator import consumer_records, embedded_protocol, offsets_log, runtime, states
 from strom.coordinator import group as group_model
 
 log = logging.getLogger(__name__)
@@ -29,10 +26,6 @@ Group = group_model.Group
 Key = tuple[str, int]
 # (topic, partition, offset, leader epoch, metadata)
 Commit = tuple[str, int, int, int, str | None]
-
-_SUBSCRIPTION_READERS = [
-    entity_reader(version.ConsumerProtocolSubscription) for version in (v0, v1, v2, v3)
-]
 
 
 class OffsetManager:
@@ -262,23 +255,7 @@ def _subscribed_topics(group: Group) -> set[str]:
         return set()
     topics: set[str] = set()
     for member in group.members.values():
-        topics |= subscribed_topics(member.metadata_for(group.protocol_name or ""))
+        topics |= embedded_protocol.subscribed_topics(
+            member.metadata_for(group.protocol_name or "")
+        )
     return topics
-
-
-def subscribed_topics(metadata: bytes) -> set[str]:
-    """The topics of a ConsumerProtocolSubscription (v0-3; a later version is read as
-    v3, as Kafka's consumer does). Unreadable metadata subscribes to nothing."""
-    if len(metadata) < 2:
-        return set()
-    version = int.from_bytes(metadata[:2], "big", signed=True)
-    if version < 0:
-        log.debug("consumer subscription of version %d ignored", version)
-        return set()
-    reader = _SUBSCRIPTION_READERS[min(version, len(_SUBSCRIPTION_READERS) - 1)]
-    try:
-        subscription, _ = reader(metadata, 2)
-    except SerialError as error:
-        log.debug("unreadable consumer subscription (%d bytes): %s", len(metadata), error)
-        return set()
-    return set(subscription.topics)

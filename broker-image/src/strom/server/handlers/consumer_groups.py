@@ -41,12 +41,6 @@ async def handle_consumer_group_heartbeat(
     if groups.coordinator_of(broker, group_id) not in (None, broker.node_id):
         return apis.build_response(request, {**empty, "error_code": ErrorCode.not_coordinator})
     owned = body.topic_partitions
-    image = broker.image
-
-    def lookup(name: str) -> model.TopicMetadata | None:
-        topic = image.topics.get(name)
-        return None if topic is None else model.TopicMetadata(topic.topic_id, topic.partition_count)
-
     names = body.subscribed_topic_names
     result = broker.groups.consumer_heartbeat(
         consumer.Heartbeat(
@@ -65,7 +59,7 @@ async def handle_consumer_group_heartbeat(
             if owned is None
             else [(t.topic_id, [int(p) for p in t.partitions]) for t in owned if t.topic_id],
         ),
-        lookup,
+        groups.topic_lookup(broker),
         broker.clock.time_ms(),
     )
     if result.error != ErrorCode.none:

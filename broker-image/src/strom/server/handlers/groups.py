@@ -8,12 +8,13 @@ functions translate between its calls and every version of the messages.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from strom.cluster import topics
-from strom.coordinator import offsets_records
+from strom.coordinator import consumer_group, offsets_records
 from strom.coordinator import states as group_states
 from strom.protocol import apis, shaping
 
@@ -34,6 +35,19 @@ def coordinator_of(broker: BrokerContext, group_id: str) -> int | None:
         return None
     index = offsets_records.partition_for(group_id, offsets_topic.partition_count)
     return offsets_topic.partitions[index].leader
+
+
+def topic_lookup(broker: BrokerContext) -> Callable[[str], consumer_group.TopicMetadata | None]:
+    """A topic's id and partition count by name, from the metadata image of now."""
+    image = broker.image
+
+    def lookup(name: str) -> consumer_group.TopicMetadata | None:
+        topic = image.topics.get(name)
+        if topic is None:
+            return None
+        return consumer_group.TopicMetadata(topic.topic_id, topic.partition_count)
+
+    return lookup
 
 
 def _elsewhere(broker: BrokerContext, group_id: str) -> bool:
@@ -154,6 +168,7 @@ async def handle_join_group(
         protocols=_protocols(body),
         version=request.header.api_version,
         now_ms=broker.clock.time_ms(),
+        topics=topic_lookup(broker),
     )
     return _response(
         request,
