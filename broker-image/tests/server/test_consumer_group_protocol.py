@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from broker_calls import call, create_topic, loaded
 from kio.schema.errors import ErrorCode
+from strom.coordinator import offsets_records
 from strom.server import broker as broker_module
 
 HEARTBEAT = 68
@@ -314,3 +315,52 @@ async def test_a_restarted_coordinator_knows_the_group_from_consumer_offsets(
         assert consumer.group_epoch == 3
     finally:
         third.close()
+
+
+async def test_a_static_member_keeps_its_partitions_across_a_restart(
+    broker: broker_module.Broker,
+) -> None:
+    joined = await heartbeat(broker, "m1", 0, instance_id="i1")
+    assert (joined.member_epoch, partitions(joined)) == (1, [0, 1])
+    away = await heartbeat(broker, "m1", -2, instance_id="i1")
+    assert (away.error_code, away.member_epoch) == (ErrorCode.none, -2)
+    # back under a new member id: the same partitions, no new group epoch
+    back = await heartbeat(broker, "m1-again", 0, instance_id="i1")
+    assert (back.error_code, back.member_epoch, partitions(back)) == (ErrorCode.none, 1, [0, 1])
+    group = broker.groups.groups[GROUP].consumer
+    assert group is not None and set(group.members) == {"m1-again"} and group.group_epoch == 1
+    # while it is there, nobody else may use its instance id
+    taken = await heartbeat(broker, "m2", 0, instance_id="i1")
+    assert taken.error_code == ErrorCode.unreleased_instance_id
+
+
+async def test_members_may_ask_for_the_range_assignor(broker: broker_module.Broker) -> None:
+    first = await heartbeat(broker, "m1", 0, server_assignor="range")
+    second = await heartbeat(broker, "m2", 0, server_assignor="range")
+    assert (partitions(first), second.error_code) == ([0, 1], ErrorCode.none)
+    described = await call(
+        broker, DESCRIBE, 0, {"group_ids": [GROUP], "include_authorized_operations": False}
+    )
+    (group,) = described.groups
+    assert group.assignor_name == "range"
+    targets = {
+        m.member_id: [p for t in m.target_assignment.topic_partitions for p in t.partitions]
+        for m in group.members
+    }
+    assert targets == {"m1": [0], "m2": [1]}
+
+
+async def test_the_group_moves_with_its_offsets_partition(broker: broker_module.Broker) -> None:
+    """What group_placement does when `__consumer_offsets` leadership leaves and comes
+    back: unload the partition's groups, later load them from the log."""
+    assert (await heartbeat(broker, "m1", 0)).member_epoch == 1
+    await broker.groups.drain()
+    count = broker.offsets_topic.partition_count()
+    assert count is not None
+    partition = offsets_records.partition_for(GROUP, count)
+    assert broker.groups.unload([partition]) == 1
+    gone = await heartbeat(broker, "m1", 1, owned=[0, 1])
+    assert gone.error_code == ErrorCode.unknown_member_id  # it would find the new coordinator
+    broker.groups.load([partition], broker.context.clock.time_ms())
+    back = await heartbeat(broker, "m1", 1, owned=[0, 1])
+    assert (back.error_code, back.member_epoch) == (ErrorCode.none, 1)
