@@ -40,7 +40,7 @@ class ClassicMembers:
         self._protocol = protocol
         self.config = config
 
-    def join(
+    async def join(
         self,
         group: Group,
         candidate: group_model.Member,
@@ -96,7 +96,8 @@ class ClassicMembers:
         owned_list = [(topic_id, sorted(partitions)) for topic_id, partitions in owned.items()]
         reconciled = self._protocol.reconcile(group, updated, owned_list, now_ms, records)
         group_consumer.session_deadlines[member_id] = now_ms + candidate.session_timeout_ms
-        self._protocol.write(group.group_id, records, now_ms)
+        if not await self._protocol.write(group.group_id, records, now_ms):
+            return JoinResult(ErrorCode.not_coordinator, member_id=member_id)
         return JoinResult(
             ErrorCode.none,
             generation_id=reconciled.member_epoch,

@@ -20,9 +20,8 @@ consumer-protocol member leaves; here the group stays a consumer group.)
 Every change is written to `__consumer_offsets` in Kafka's record types
 (`consumer_records`), so a coordinator that restarts or takes the group over from another
 broker (its `__consumer_offsets` partition moved) knows the group, its epochs, members and
-assignments. The writes go behind the answer (Kafka answers once they are committed): a
-coordinator that fails before a write lands loses that change, and the member's next
-heartbeat is fenced and it rejoins.
+assignments. A heartbeat is answered once its records are written, as in Kafka (leaving
+members and timers write in the background).
 """
 
 from __future__ import annotations
@@ -39,6 +38,7 @@ from strom.coordinator import (
     assignors,
     consumer_records,
     conversion,
+    offsets_log,
     reconciliation,
     runtime,
     states,
@@ -102,14 +102,20 @@ class ConsumerProtocol:
         self._session_timeout_ms = session_timeout_ms
         self._heartbeat_interval_ms = heartbeat_interval_ms
 
-    def heartbeat(self, request: Heartbeat, topics: TopicLookup, now_ms: int) -> HeartbeatResult:
+    async def heartbeat(
+        self, request: Heartbeat, topics: TopicLookup, now_ms: int
+    ) -> HeartbeatResult:
+        """Answered once the records of what it changed are written, as Kafka does."""
         try:
             self._validate(request)
             if request.member_epoch in (model.LEAVE_EPOCH, model.STATIC_LEAVE_EPOCH):
                 return self._leave(request, now_ms)
-            return self._heartbeat(request, topics, now_ms)
+            result, records = self._heartbeat(request, topics, now_ms)
         except HeartbeatError as error:
             return HeartbeatResult(error.code, error.message)
+        if not await self.write(request.group_id, records, now_ms):
+            return HeartbeatResult(ErrorCode.not_coordinator, "__consumer_offsets not written")
+        return result
 
     def _validate(self, request: Heartbeat) -> None:
         def invalid(message: str) -> HeartbeatError:
@@ -151,7 +157,9 @@ class ConsumerProtocol:
 
     # The heartbeat ---------------------------------------------------------------------
 
-    def _heartbeat(self, request: Heartbeat, topics: TopicLookup, now_ms: int) -> HeartbeatResult:
+    def _heartbeat(
+        self, request: Heartbeat, topics: TopicLookup, now_ms: int
+    ) -> tuple[HeartbeatResult, list[consumer_records.Entry]]:
         joining = request.member_epoch == model.JOIN_EPOCH
         group = self.consumer_group(request.group_id, create=joining, topics=topics, now_ms=now_ms)
         consumer = group.consumer
@@ -180,25 +188,35 @@ class ConsumerProtocol:
         self.update_member(group, member, updated, topics, records)
         reconciled = self.reconcile(group, updated, request.owned, now_ms, records)
         consumer.session_deadlines[member_id] = now_ms + self._session_timeout_ms(group.group_id)
-        if records:
-            self._runtime.write_behind(group.group_id, records, now_ms)
         full = joining or (
             request.rebalance_timeout_ms != -1
             and request.subscribed_topic_names is not None
             and request.owned is not None
         )
         changed = reconciled.assigned != member.assigned
-        return HeartbeatResult(
+        result = HeartbeatResult(
             ErrorCode.none,
             member_id=member_id,
             member_epoch=reconciled.member_epoch,
             heartbeat_interval_ms=self._heartbeat_interval_ms(group.group_id),
             assignment=reconciled.assigned if full or changed else None,
         )
+        return result, records
 
-    def write(self, group_id: str, records: list[consumer_records.Entry], now_ms: int) -> None:
-        if records:
-            self._runtime.write_behind(group_id, records, now_ms)
+    async def write(
+        self, group_id: str, records: list[consumer_records.Entry], now_ms: int
+    ) -> bool:
+        """Write the records of a change (memory has it already); False if
+        `__consumer_offsets` did not take them: the member is told to find the
+        coordinator again, and a new one knows only what was written."""
+        if not records:
+            return True
+        try:
+            await self._runtime.write(group_id, records, now_ms)
+        except offsets_log.StoreFailed as error:
+            log.error("group %s: changes not written: %s", group_id, error)
+            return False
+        return True
 
     def update_member(
         self,

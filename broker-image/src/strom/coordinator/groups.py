@@ -112,7 +112,7 @@ class GroupCoordinator:
         )
         group = self._consumer_group_with_members(group_id)
         if group is not None:
-            return self._classic_members.join(group, candidate, version, topics, now_ms)
+            return await self._classic_members.join(group, candidate, version, topics, now_ms)
         return await self._classic.join(
             group_id=group_id, candidate=candidate, version=version, now_ms=now_ms
         )
@@ -200,11 +200,11 @@ class GroupCoordinator:
 
     # The consumer protocol (KIP-848) -------------------------------------------------
 
-    def consumer_heartbeat(
+    async def consumer_heartbeat(
         self, request: consumer.Heartbeat, topics: consumer.TopicLookup, now_ms: int
     ) -> consumer.HeartbeatResult:
         """ConsumerGroupHeartbeat; `topics` finds a subscribed topic's id and partitions."""
-        return self._consumer.heartbeat(request, topics, now_ms)
+        return await self._consumer.heartbeat(request, topics, now_ms)
 
     # Offsets -------------------------------------------------------------------------
 

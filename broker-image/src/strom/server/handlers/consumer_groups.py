@@ -42,7 +42,7 @@ async def handle_consumer_group_heartbeat(
         return apis.build_response(request, {**empty, "error_code": ErrorCode.not_coordinator})
     owned = body.topic_partitions
     names = body.subscribed_topic_names
-    result = broker.groups.consumer_heartbeat(
+    result = await broker.groups.consumer_heartbeat(
         consumer.Heartbeat(
             group_id=group_id,
             member_id=str(body.member_id),
