@@ -241,3 +241,67 @@ def test_a_restarted_broker_carries_on_with_the_group_and_kafka_reads_its_record
     # the member left: its three records are tombstoned
     tombstoned = {int(key["type"]) for key, payload in records if payload == "<DELETE>"}
     assert {5, 7, 8} <= tombstoned, dumped
+
+
+@pytest.mark.timeout(300)
+def test_librdkafka_consumers_with_a_topic_and_a_regex_subscription(
+    bootstrap: str, topic: str
+) -> None:
+    """librdkafka (confluent-kafka) with group.protocol=consumer: one member names the
+    topic, the other subscribes with a regex the broker resolves; they split the
+    partitions, and the first gets them all back when the other leaves."""
+    from confluent_kafka import Consumer
+
+    gc.create_topic(bootstrap, topic, PARTITIONS)
+    produced = gc.produce(bootstrap, topic, [5] * PARTITIONS, "rk")
+
+    def member(name: str, subscription: str) -> Consumer:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": f"{GROUP}-rdkafka",
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "client.id": name,
+            }
+        )
+        consumer.subscribe([subscription])
+        return consumer
+
+    def owned(consumer: Consumer) -> set[int]:
+        return {tp.partition for tp in consumer.assignment()}
+
+    read: set[tuple[int, int]] = set()
+
+    def poll(*consumers: Consumer) -> None:
+        for consumer in consumers:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                read.add((message.partition(), message.offset()))
+
+    first = member("rk-first", topic)
+    second = None
+    try:
+        gc.wait_until(lambda: poll(first) or len(read) == len(produced), WAIT_S, lambda: str(read))
+        assert owned(first) == set(range(PARTITIONS))
+        first.commit(asynchronous=False)
+        second = member("rk-second", f"^{re.escape(topic)}$")
+        gc.wait_until(
+            lambda: poll(first, second) or (len(owned(first)) == 2 and len(owned(second)) == 2),
+            WAIT_S,
+            lambda: f"{owned(first)} {owned(second)}",
+        )
+        assert not owned(first) & owned(second)
+        second.close()
+        second = None
+        gc.wait_until(
+            lambda: poll(first) or owned(first) == set(range(PARTITIONS)),
+            WAIT_S,
+            lambda: str(owned(first)),
+        )
+    finally:
+        first.close()
+        if second is not None:
+            second.close()
+    assert read == set(produced)

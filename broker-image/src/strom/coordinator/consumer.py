@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -127,8 +128,14 @@ class ConsumerProtocol:
             raise invalid("InstanceId can't be empty.")
         if request.rack_id == "":
             raise invalid("RackId can't be empty.")
-        if request.subscribed_topic_regex is not None:
-            raise invalid("SubscribedTopicRegex is not supported by this broker.")
+        if request.subscribed_topic_regex:
+            try:
+                re.compile(request.subscribed_topic_regex)
+            except re.error as error:
+                raise HeartbeatError(
+                    ErrorCode.invalid_regular_expression,
+                    f"SubscribedTopicRegex {request.subscribed_topic_regex!r} is invalid: {error}",
+                ) from error
         epoch = request.member_epoch
         if epoch > 0 or epoch == model.LEAVE_EPOCH:
             if not request.member_id:
@@ -138,8 +145,10 @@ class ConsumerProtocol:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if request.owned is None or request.owned:
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not request.subscribed_topic_names:
-                raise invalid("SubscribedTopicNames must be set in first request.")
+            if not request.subscribed_topic_names and not request.subscribed_topic_regex:
+                raise invalid(
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+                )
         elif epoch == model.STATIC_LEAVE_EPOCH:
             if not request.member_id:
                 raise invalid("MemberId can't be empty.")
@@ -183,6 +192,12 @@ class ConsumerProtocol:
                 member.subscribed_topics
                 if request.subscribed_topic_names is None
                 else tuple(sorted(set(request.subscribed_topic_names)))
+            ),
+            # "" clears the regex (librdkafka sends it when it has none)
+            subscribed_regex=(
+                member.subscribed_regex
+                if request.subscribed_topic_regex is None
+                else request.subscribed_topic_regex or None
             ),
         )
         self.update_member(group, member, updated, topics, records)
@@ -231,10 +246,14 @@ class ConsumerProtocol:
         assignment's gets a new one."""
         consumer = group.consumer
         assert consumer is not None
-        bump = updated.subscribed_topics != member.subscribed_topics
+        bump = (updated.subscribed_topics, updated.subscribed_regex) != (
+            member.subscribed_topics,
+            member.subscribed_regex,
+        )
         if updated != member or member.member_id not in consumer.members:
             records.append(consumer_records.member_metadata(group.group_id, updated))
         consumer.put_member(updated)
+        consumer.resolve_regexes(topics)
         metadata = model.subscription_metadata(consumer.subscribed_topic_names(), topics)
         if metadata != consumer.subscription_metadata:
             consumer.subscription_metadata = metadata
@@ -388,7 +407,7 @@ class ConsumerProtocol:
         ids = {name: meta.topic_id for name, meta in consumer.subscription_metadata.items()}
         members = {
             member_id: assignors.AssignorMember(
-                subscribed=frozenset(ids[t] for t in m.subscribed_topics if t in ids),
+                subscribed=frozenset(ids[t] for t in consumer.member_topics(m) if t in ids),
                 current=consumer.target.get(member_id, {}),
             )
             for member_id, m in consumer.members.items()

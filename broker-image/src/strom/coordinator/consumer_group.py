@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import collections
 import enum
+import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from kio.schema.errors import ErrorCode
 
@@ -56,6 +58,7 @@ class ConsumerMember:
     client_id: str = ""
     client_host: str = ""
     subscribed_topics: tuple[str, ...] = ()  # sorted
+    subscribed_regex: str | None = None
     server_assignor: str | None = None
     rebalance_timeout_ms: int = -1
     member_epoch: int = 0
@@ -77,8 +80,22 @@ class TopicMetadata:
     partition_count: int
 
 
-# topic name -> its metadata, None if there is no such topic
-TopicLookup = Callable[[str], TopicMetadata | None]
+class TopicLookup(Protocol):
+    def __call__(self, name: str) -> TopicMetadata | None:
+        """The topic's metadata, None if there is no such topic."""
+        ...
+
+    def names(self) -> Iterable[str]:
+        """Every topic a subscription may name (internal topics left out)."""
+        ...
+
+
+class NoTopics:
+    def __call__(self, name: str) -> TopicMetadata | None:
+        return None
+
+    def names(self) -> Iterable[str]:
+        return ()
 
 
 def subscription_metadata(names: set[str], topics: TopicLookup) -> dict[str, TopicMetadata]:
@@ -95,6 +112,8 @@ class ConsumerGroup:
         self.static_members: dict[str, str] = {}  # instance id -> member id
         self.target: dict[str, Assignment] = {}  # member id -> target assignment
         self.subscription_metadata: dict[str, TopicMetadata] = {}
+        # each member's regex -> the topic names it matches now
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
         self.session_deadlines: dict[str, int] = {}
         # member id -> (the member epoch it must revoke in, the deadline)
         self.revocation_deadlines: dict[str, tuple[int, int]] = {}
@@ -158,7 +177,27 @@ class ConsumerGroup:
         return {meta.topic_id: name for name, meta in self.subscription_metadata.items()}
 
     def subscribed_topic_names(self) -> set[str]:
-        return {topic for m in self.members.values() for topic in m.subscribed_topics}
+        names = {topic for m in self.members.values() for topic in m.subscribed_topics}
+        for matched in self.resolved_regexes.values():
+            names |= matched
+        return names
+
+    def member_topics(self, member: ConsumerMember) -> set[str]:
+        """The topics a member subscribes to: those it names, those its regex matches."""
+        matched = self.resolved_regexes.get(member.subscribed_regex or "", frozenset())
+        return set(member.subscribed_topics) | matched
+
+    def resolve_regexes(self, topics: TopicLookup) -> None:
+        """Match the members' regexes against the topics there are now (Kafka resolves
+        them in the background; here on each heartbeat, one pass over the names)."""
+        regexes = {m.subscribed_regex for m in self.members.values() if m.subscribed_regex}
+        if not regexes:
+            self.resolved_regexes = {}
+            return
+        names = list(topics.names())
+        self.resolved_regexes = {
+            regex: frozenset(n for n in names if re.fullmatch(regex, n)) for regex in regexes
+        }
 
     def preferred_assignor(self, default: str) -> str:
         """The assignor most members ask for (Kafka's computePreferredServerAssignor)."""

@@ -228,6 +228,7 @@ def member_metadata(group_id: str, member: model.ConsumerMember) -> Entry:
         client_id=member.client_id,
         client_host=member.client_host,
         subscribed_topic_names=member.subscribed_topics,
+        subscribed_topic_regex=member.subscribed_regex,
         rebalance_timeout_ms=i32(member.rebalance_timeout_ms),
         server_assignor=member.server_assignor,
     )
@@ -328,6 +329,7 @@ def replay(
                 client_id=meta.client_id,
                 client_host=meta.client_host,
                 subscribed_topics=tuple(meta.subscribed_topic_names),
+                subscribed_regex=meta.subscribed_topic_regex or None,
                 rebalance_timeout_ms=int(meta.rebalance_timeout_ms),
                 server_assignor=meta.server_assignor,
             )

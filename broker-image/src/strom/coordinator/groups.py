@@ -19,6 +19,7 @@ from strom.coordinator import (
     classic,
     classic_members,
     consumer,
+    consumer_group,
     offsets,
     offsets_log,
     rebalance,
@@ -97,7 +98,7 @@ class GroupCoordinator:
         protocols: list[tuple[str, bytes]],
         version: int,
         now_ms: int,
-        topics: consumer.TopicLookup = lambda name: None,
+        topics: consumer.TopicLookup | None = None,
     ) -> group_model.JoinResult:
         """`topics` finds a topic's id and partitions (for a consumer group's members)."""
         candidate = group_model.Member(
@@ -112,7 +113,8 @@ class GroupCoordinator:
         )
         group = self._consumer_group_with_members(group_id)
         if group is not None:
-            return await self._classic_members.join(group, candidate, version, topics, now_ms)
+            found = topics or consumer_group.NoTopics()
+            return await self._classic_members.join(group, candidate, version, found, now_ms)
         return await self._classic.join(
             group_id=group_id, candidate=candidate, version=version, now_ms=now_ms
         )

@@ -137,7 +137,7 @@ def _describe(broker: BrokerContext, group: model.ConsumerGroup) -> dict[str, An
                 "client_id": m.client_id,
                 "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topics),
-                "subscribed_topic_regex": None,
+                "subscribed_topic_regex": m.subscribed_regex,
                 "assignment": _named_assignment(broker, m.assigned),
                 "target_assignment": _named_assignment(broker, group.target.get(m.member_id, {})),
                 "member_type": CONSUMER_MEMBER_TYPE,

@@ -8,7 +8,7 @@ functions translate between its calls and every version of the messages.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
@@ -37,17 +37,24 @@ def coordinator_of(broker: BrokerContext, group_id: str) -> int | None:
     return offsets_topic.partitions[index].leader
 
 
-def topic_lookup(broker: BrokerContext) -> Callable[[str], consumer_group.TopicMetadata | None]:
-    """A topic's id and partition count by name, from the metadata image of now."""
-    image = broker.image
+class _ImageTopics:
+    """The topics of the metadata image of now, as the coordinator looks them up."""
 
-    def lookup(name: str) -> consumer_group.TopicMetadata | None:
-        topic = image.topics.get(name)
+    def __init__(self, image: Any) -> None:
+        self._image = image
+
+    def __call__(self, name: str) -> consumer_group.TopicMetadata | None:
+        topic = self._image.topics.get(name)
         if topic is None:
             return None
         return consumer_group.TopicMetadata(topic.topic_id, topic.partition_count)
 
-    return lookup
+    def names(self) -> Iterable[str]:
+        return (name for name in self._image.topics if name not in topics.INTERNAL_TOPICS)
+
+
+def topic_lookup(broker: BrokerContext) -> consumer_group.TopicLookup:
+    return _ImageTopics(broker.image)
 
 
 def _elsewhere(broker: BrokerContext, group_id: str) -> bool:
