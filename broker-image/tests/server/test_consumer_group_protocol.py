@@ -364,3 +364,35 @@ async def test_the_group_moves_with_its_offsets_partition(broker: broker_module.
     broker.groups.load([partition], broker.context.clock.time_ms())
     back = await heartbeat(broker, "m1", 1, owned=[0, 1])
     assert (back.error_code, back.member_epoch) == (ErrorCode.none, 1)
+
+
+async def test_a_regex_subscription_follows_the_topics_there_are(
+    broker: broker_module.Broker,
+) -> None:
+    invalid = await heartbeat(broker, "m1", 0, subscribed_topic_regex="(")
+    assert invalid.error_code == ErrorCode.invalid_regular_expression
+    joined = await call(
+        broker,
+        HEARTBEAT,
+        1,
+        {
+            "group_id": GROUP,
+            "member_id": "m1",
+            "member_epoch": 0,
+            "rebalance_timeout": 30_000,
+            "subscribed_topic_names": [],
+            "subscribed_topic_regex": "ord.*",
+            "topic_partitions": [],
+        },
+    )
+    assert (joined.member_epoch, partitions(joined)) == (1, [0, 1])
+    # a new topic the regex matches, and more partitions of one it does: new epochs
+    await create_topic(broker, "ordinals", 1)
+    grown = await heartbeat(broker, "m1", 1, owned=[0, 1])
+    assert grown.member_epoch == 2
+    assert grown.assignment is not None and len(grown.assignment.topic_partitions) == 2
+    await broker.controller.create_partitions("orders", 3)
+    more = await heartbeat(broker, "m1", 2, owned=[0, 1])
+    assert more.member_epoch == 3
+    by_topic = {t.topic_id: sorted(t.partitions) for t in more.assignment.topic_partitions}
+    assert by_topic[orders_id(broker)] == [0, 1, 2]
