@@ -115,6 +115,10 @@ class Group:
         """The state as ListGroups and the describe APIs name it, of either protocol."""
         return self.state.value if self.consumer is None else self.consumer.state.value
 
+    def member_count(self) -> int:
+        """Members of either protocol."""
+        return len(self.members) + (len(self.consumer.members) if self.consumer else 0)
+
     def is_empty(self) -> bool:
         """No members of either protocol (offsets may expire, the group may go)."""
         return (

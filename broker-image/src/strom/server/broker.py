@@ -278,7 +278,7 @@ class Broker:
                 if partition is not None:
                     behind = max(partition.high_watermark - committed.offset, 0)
                     offsets.append((topic, index, committed.offset, behind))
-            rows.append((group.group_id, group.state.value, len(group.members), offsets))
+            rows.append((group.group_id, group.state_name(), group.member_count(), offsets))
         return rows
 
     def _replication_counts(self) -> broker_metrics.ReplicationCounts:
