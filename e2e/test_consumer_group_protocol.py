@@ -5,7 +5,8 @@ them all back; every record is read once and the commits show in
 kafka-consumer-groups.sh --describe (and --members). A classic group, consumed and
 committed with `group.protocol=classic` and then stopped, becomes a consumer group when a
 consumer-protocol member joins, which goes on from the committed offsets; one with a live
-classic member converts online, the classic member sharing the partitions.
+classic member converts online, the classic member sharing the partitions, and back to
+classic when the consumer-protocol member leaves.
 
 The same scenario runs against Apache Kafka (the expected behaviour) and Strom. Then
 Strom's records of such a group in `__consumer_offsets`: a restarted broker carries on
@@ -69,6 +70,15 @@ def java_members(
     group = gc.Group("java", bootstrap, topic, tmp_path, java_argv=java_peers.argv)
     yield group
     group.cleanup()
+
+
+def group_type(java_peers: JavaPeers, bootstrap: str, group: str) -> str:
+    """The group's type as the Java admin client lists it (Admin.listConsumerGroups)."""
+    [view] = java_peers.run_json_lines(
+        "PeerGroupConsumer", "admin", "--bootstrap-server", bootstrap
+    )
+    types = {g["groupId"]: g["type"] for g in view["groups"]}
+    return str(types[group])
 
 
 def committed(members: list[gc.Member]) -> dict[int, int]:
@@ -161,15 +171,18 @@ def test_java_consumers_share_partitions_through_the_broker(
         "e2e-java-e",
         "e2e-java-f",
     ], out
-    java_members.stop_all([e])
+    assert group_type(java_peers, bootstrap, ONLINE_GROUP) == "Consumer"
+    # The consumer-protocol member leaves: the group is classic again, e gets everything.
+    java_members.stop_all([f])
+    gc.wait_balanced([e], PARTITIONS, [PARTITIONS], WAIT_S, java_members.describe)
     everything.update(gc.produce(bootstrap, topic, [2] * PARTITIONS, "fourth"))
-    gc.wait_balanced([f], PARTITIONS, [PARTITIONS], WAIT_S, java_members.describe)
     gc.wait_until(
         lambda: committed([e, f]) == dict.fromkeys(range(PARTITIONS), 20),
         WAIT_S,
         java_members.describe,
     )
-    java_members.stop_all([f])
+    assert group_type(java_peers, bootstrap, ONLINE_GROUP) == "Classic"
+    java_members.stop_all([e])
     gc.check_no_shared_reads([e, f])
     gc.check_exactly_once([e, f], everything)
     gc.check_member_errors([e, f])

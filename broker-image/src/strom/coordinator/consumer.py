@@ -14,8 +14,8 @@ again on a JoinGroup, as Kafka does. A classic group with members converts onlin
 group.consumer.migration.policy allows (upgrade, bidirectional) and its members use the
 consumer protocol: they keep their partitions and go on with JoinGroup, SyncGroup and
 Heartbeat inside the consumer group (`classic_members`); otherwise the heartbeat answers
-GROUP_ID_NOT_FOUND, as Kafka does. (Kafka also converts back to classic when the last
-consumer-protocol member leaves; here the group stays a consumer group.)
+GROUP_ID_NOT_FOUND, as Kafka does. When the last consumer-protocol member leaves and
+classic members stay, the group is classic again (`conversion`).
 
 Every change is written to `__consumer_offsets` in Kafka's record types
 (`consumer_records`), so a coordinator that restarts or takes the group over from another
@@ -486,10 +486,19 @@ class ConsumerProtocol:
 
     def remove_member(self, group: Group, member_id: str, reason: str, now_ms: int) -> None:
         consumer = group.consumer
-        if consumer is None or consumer.remove_member(member_id) is None:
+        if consumer is None or member_id not in consumer.members:
+            return
+        downgrade = conversion.can_downgrade(consumer, self.config, leaving=member_id)
+        consumer.remove_member(member_id)
+        records = consumer_records.member_tombstones(group.group_id, member_id)
+        if downgrade:
+            # Kafka converts instead of bumping the epoch: the classic generation is the
+            # one the members have, so their commits go on until they rejoin.
+            self._runtime.write_behind(group.group_id, records, now_ms)
+            log.info("group %s: member %s %s", group.group_id, member_id, reason)
+            conversion.convert_to_classic(group, self.config, self._runtime, now_ms)
             return
         consumer.group_epoch += 1
-        records = consumer_records.member_tombstones(group.group_id, member_id)
         records.append(consumer_records.group_epoch(group.group_id, consumer.group_epoch))
         self._runtime.write_behind(group.group_id, records, now_ms)
         log.info(
@@ -509,7 +518,7 @@ class ConsumerProtocol:
             consumer = group.consumer
             if consumer is None:
                 continue
-            for member_id in consumer.members:
+            for member_id in list(consumer.members):
                 # members loaded from __consumer_offsets get a full session to come back
                 consumer.session_deadlines.setdefault(
                     member_id, now_ms + self._session_timeout_ms(group.group_id)

@@ -1,9 +1,16 @@
-"""Kafka's online upgrade of a classic group (GroupMetadataManager.convertToConsumerGroup):
-when a member joins with ConsumerGroupHeartbeat, the classic members become members of a
-consumer group in the classic generation, each with the partitions the classic leader
-gave it and its subscription, and go on heartbeating with the classic protocol
-(`classic_members`). The group's epoch and its target assignment's are the generation, so
-nothing moves until the joining member bumps the epoch.
+"""Kafka's online migration between the group protocols.
+
+Upgrade (GroupMetadataManager.convertToConsumerGroup): when a member joins with
+ConsumerGroupHeartbeat, the classic members become members of a consumer group in the
+classic generation, each with the partitions the classic leader gave it and its
+subscription, and go on heartbeating with the classic protocol (`classic_members`). The
+group's epoch and its target assignment's are the generation, so nothing moves until the
+joining member bumps the epoch.
+
+Downgrade (convertToClassicGroup): when the last consumer-protocol member leaves a group
+whose other members are classic ones, it becomes a classic group again, in the group epoch
+as its generation with the members' current assignments, and rebalances at once so its
+members join the classic way.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from strom.coordinator import group as group_model
 log = logging.getLogger(__name__)
 
 UPGRADE_POLICIES = ("upgrade", "bidirectional")
+DOWNGRADE_POLICIES = ("downgrade", "bidirectional")
 
 
 class NotConvertible(Exception):
@@ -86,6 +94,70 @@ def convert_classic(
     records.append(consumer_records.group_epoch(group.group_id, epoch))
     records.append(consumer_records.target_epoch(group.group_id, epoch))
     writer.write_behind(group.group_id, records, now_ms)
+
+
+def can_downgrade(
+    consumer: model.ConsumerGroup, config: group_model.CoordinatorConfig, *, leaving: str
+) -> bool:
+    """Whether the group turns classic once `leaving` is gone: the members left all speak
+    the classic protocol (Kafka's validateOnlineDowngradeWithFencedMember)."""
+    staying = [m for m in consumer.members.values() if m.member_id != leaving]
+    return (
+        config.consumer_migration_policy in DOWNGRADE_POLICIES
+        and bool(staying)
+        and all(m.classic is not None for m in staying)
+    )
+
+
+def convert_to_classic(
+    group: group_model.Group,
+    config: group_model.CoordinatorConfig,
+    writer: runtime.Runtime,
+    now_ms: int,
+) -> None:
+    consumer = group.consumer
+    assert consumer is not None
+    log.info("group %s: only classic members are left, it becomes a classic group", group.group_id)
+    names = consumer.topic_names()
+    records = [
+        entry
+        for member_id in consumer.members
+        for entry in consumer_records.member_tombstones(group.group_id, member_id)
+    ]
+    records += consumer_records.group_tombstones(group.group_id)
+    group.consumer = None
+    group.protocol_type = group_model.CONSUMER
+    group.generation_id = consumer.group_epoch
+    for member in consumer.members.values():
+        info = member.classic
+        assert info is not None
+        metadata = info.protocols[0][1]
+        version = int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
+        partitions = {
+            names[topic_id]: indexes
+            for topic_id, indexes in member.assigned.items()
+            if topic_id in names
+        }
+        group.members[member.member_id] = group_model.Member(
+            member_id=member.member_id,
+            group_instance_id=member.instance_id,
+            client_id=member.client_id,
+            client_host=member.client_host,
+            session_timeout_ms=info.session_timeout_ms,
+            rebalance_timeout_ms=member.rebalance_timeout_ms,
+            protocol_type=group_model.CONSUMER,
+            protocols=list(info.protocols),
+            assignment=embedded_protocol.encode_assignment(partitions, version),
+            heartbeat_deadline_ms=now_ms + info.session_timeout_ms,
+        )
+        if member.instance_id:
+            group.static_members[member.instance_id] = member.member_id
+    group.protocol_name = group.select_protocol()
+    group.leader_id = next(iter(group.members))
+    group.restore_state(states.GroupState.STABLE, now_ms)
+    records.append(runtime.group_entry(group))
+    writer.write_behind(group.group_id, records, now_ms)
+    rebalance.Rebalancer(config, writer).prepare(group, now_ms, "it became a classic group")
 
 
 def _member(
