@@ -2,7 +2,8 @@
 formats (group-coordinator's ConsumerGroup*Key/Value JSON specs, transcribed in kio's
 generated style so kio encodes and decodes them): the group epoch (key version 3), the
 subscribed topics' ids and partition counts (4, Kafka 4.0's
-ConsumerGroupPartitionMetadata, without racks), each member's subscription (5), the
+ConsumerGroupPartitionMetadata, without racks), each member's subscription (5, with a
+classic member's protocols and session timeout), the
 target assignment's epoch (6) and each member's target (7), and each member's current
 assignment and epochs (8). A key is its version (int16) and the key fields; a value is
 its version (int16, 0) and the flexible body; a null value is a tombstone.
@@ -82,8 +83,36 @@ class EpochValue:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ClassicProtocol:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    name: str = field(metadata={"kafka_type": "string"})
+    metadata: bytes = field(metadata={"kafka_type": "bytes"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PresentClassicMemberMetadata:
+    """ClassicMemberMetadata, a nullable struct, behind the byte (1) with which Kafka
+    marks a nullable struct that is there; kio's reader expects that byte where its writer
+    leaves it out, so the byte is a field here."""
+
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    present: i8 = field(metadata={"kafka_type": "int8"}, default=i8(1))
+    session_timeout_ms: i32 = field(metadata={"kafka_type": "int32"})
+    supported_protocols: tuple[ClassicProtocol, ...]
+
+
+_NO_CLASSIC = PresentClassicMemberMetadata(
+    present=i8(0), session_timeout_ms=i32(0), supported_protocols=()
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemberMetadataValue:
-    """ConsumerGroupMemberMetadataValue (its tagged ClassicMemberMetadata left out)."""
+    """ConsumerGroupMemberMetadataValue."""
 
     __type__: ClassVar = EntityType.data
     __version__: ClassVar[i16] = i16(0)
@@ -96,6 +125,10 @@ class MemberMetadataValue:
     subscribed_topic_regex: str | None = field(metadata={"kafka_type": "string"}, default=None)
     rebalance_timeout_ms: i32 = field(metadata={"kafka_type": "int32"}, default=i32(-1))
     server_assignor: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    # tagged: written only when it is not the default, as Kafka leaves out a null one
+    classic_member_metadata: PresentClassicMemberMetadata = field(
+        metadata={"tag": 0}, default=_NO_CLASSIC
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,6 +264,15 @@ def member_metadata(group_id: str, member: model.ConsumerMember) -> Entry:
         subscribed_topic_regex=member.subscribed_regex,
         rebalance_timeout_ms=i32(member.rebalance_timeout_ms),
         server_assignor=member.server_assignor,
+        classic_member_metadata=_NO_CLASSIC
+        if member.classic is None
+        else PresentClassicMemberMetadata(
+            session_timeout_ms=i32(member.classic.session_timeout_ms),
+            supported_protocols=tuple(
+                ClassicProtocol(name=name, metadata=metadata)
+                for name, metadata in member.classic.protocols
+            ),
+        ),
     )
     key = _member_key(MEMBER_METADATA_KEY, group_id, member.member_id)
     return key, _encode(VALUE_VERSION, value)
@@ -270,6 +312,13 @@ def group_tombstones(group_id: str) -> list[Entry]:
         (_group_key(TARGET_METADATA_KEY, group_id), None),
         (_group_key(METADATA_KEY, group_id), None),
     ]
+
+
+def _classic_info(stored: PresentClassicMemberMetadata) -> model.ClassicMemberInfo | None:
+    if stored.present != 1:
+        return None
+    protocols = tuple((p.name, bytes(p.metadata)) for p in stored.supported_protocols)
+    return model.ClassicMemberInfo(int(stored.session_timeout_ms), protocols)
 
 
 # Replay --------------------------------------------------------------------------------
@@ -332,6 +381,7 @@ def replay(
                 subscribed_regex=meta.subscribed_topic_regex or None,
                 rebalance_timeout_ms=int(meta.rebalance_timeout_ms),
                 server_assignor=meta.server_assignor,
+                classic=_classic_info(meta.classic_member_metadata),
             )
         )
     elif version == TARGET_MEMBER_KEY:
