@@ -120,13 +120,11 @@ class ClassicMembers:
     ) -> SyncResult:
         group_consumer = group.consumer
         assert group_consumer is not None
-        found = _classic_member(group_consumer, member_id, group_instance_id)
+        found = _classic_member(group_consumer, member_id, group_instance_id, generation_id)
         if isinstance(found, ErrorCode):
             return SyncResult(found)
-        if generation_id != found.member_epoch:
-            return SyncResult(ErrorCode.illegal_generation)
         assert found.classic is not None
-        name, metadata = found.classic.protocols[0]
+        name = found.classic.protocols[0][0]
         if (protocol_type is not None and protocol_type != group_model.CONSUMER) or (
             protocol_name is not None and protocol_name != name
         ):
@@ -137,14 +135,7 @@ class ClassicMembers:
         ):
             return SyncResult(ErrorCode.rebalance_in_progress)
         group_consumer.session_deadlines[member_id] = now_ms + found.classic.session_timeout_ms
-        names = group_consumer.topic_names()
-        partitions = {
-            names[topic_id]: indexes
-            for topic_id, indexes in found.assigned.items()
-            if topic_id in names
-        }
-        version = int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
-        assignment = embedded_protocol.encode_assignment(partitions, version)
+        assignment = conversion.classic_assignment(found, group_consumer.topic_names())
         return SyncResult(ErrorCode.none, group_model.CONSUMER, name, assignment)
 
     def heartbeat(
@@ -158,11 +149,9 @@ class ClassicMembers:
     ) -> ErrorCode:
         group_consumer = group.consumer
         assert group_consumer is not None
-        found = _classic_member(group_consumer, member_id, group_instance_id)
+        found = _classic_member(group_consumer, member_id, group_instance_id, generation_id)
         if isinstance(found, ErrorCode):
             return found
-        if generation_id != found.member_epoch:
-            return ErrorCode.illegal_generation
         assert found.classic is not None
         group_consumer.session_deadlines[member_id] = now_ms + found.classic.session_timeout_ms
         if (
@@ -202,9 +191,13 @@ class ClassicMembers:
 
 
 def _classic_member(
-    group_consumer: model.ConsumerGroup, member_id: str, instance_id: str | None
+    group_consumer: model.ConsumerGroup,
+    member_id: str,
+    instance_id: str | None,
+    generation_id: int,
 ) -> model.ConsumerMember | ErrorCode:
-    """Kafka's validateConsumerGroupMember, then the member must use the classic protocol."""
+    """Kafka's validateConsumerGroupMember, then the member must use the classic protocol
+    and be in the generation (its member epoch)."""
     if instance_id:
         owner = group_consumer.static_members.get(instance_id)
         if owner is None:
@@ -214,4 +207,6 @@ def _classic_member(
     member = group_consumer.members.get(member_id)
     if member is None or member.classic is None:
         return ErrorCode.unknown_member_id
+    if generation_id != member.member_epoch:
+        return ErrorCode.illegal_generation
     return member

@@ -16,6 +16,7 @@ members join the classic way.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping
 
 from kio.schema.errors import ErrorCode
@@ -131,13 +132,6 @@ def convert_to_classic(
     for member in consumer.members.values():
         info = member.classic
         assert info is not None
-        metadata = info.protocols[0][1]
-        version = int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
-        partitions = {
-            names[topic_id]: indexes
-            for topic_id, indexes in member.assigned.items()
-            if topic_id in names
-        }
         group.members[member.member_id] = group_model.Member(
             member_id=member.member_id,
             group_instance_id=member.instance_id,
@@ -147,7 +141,7 @@ def convert_to_classic(
             rebalance_timeout_ms=member.rebalance_timeout_ms,
             protocol_type=group_model.CONSUMER,
             protocols=list(info.protocols),
-            assignment=embedded_protocol.encode_assignment(partitions, version),
+            assignment=classic_assignment(member, names),
             heartbeat_deadline_ms=now_ms + info.session_timeout_ms,
         )
         if member.instance_id:
@@ -158,6 +152,20 @@ def convert_to_classic(
     records.append(runtime.group_entry(group))
     writer.write_behind(group.group_id, records, now_ms)
     rebalance.Rebalancer(config, writer).prepare(group, now_ms, "it became a classic group")
+
+
+def classic_assignment(member: model.ConsumerMember, names: Mapping[uuid.UUID, str]) -> bytes:
+    """A classic member's assigned partitions as its SyncGroup answer carries them: a
+    ConsumerProtocolAssignment of the version of its subscription."""
+    assert member.classic is not None
+    metadata = member.classic.protocols[0][1]
+    version = int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
+    partitions = {
+        names[topic_id]: indexes
+        for topic_id, indexes in member.assigned.items()
+        if topic_id in names
+    }
+    return embedded_protocol.encode_assignment(partitions, version)
 
 
 def _member(
