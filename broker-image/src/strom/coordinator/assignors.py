@@ -65,11 +65,13 @@ def _balance(
     while moved:
         moved = False
         for giver in sorted(owned, key=lambda m: (-len(owned[m]), m)):
-            for key in reversed(owned[giver]):
-                candidates = [m for m in eligible[key[0]] if len(owned[m]) < len(owned[giver]) - 1]
+            keys = owned[giver]
+            for index in range(len(keys) - 1, -1, -1):  # newest first: cheap to take
+                key = keys[index]
+                candidates = [m for m in eligible[key[0]] if len(owned[m]) < len(keys) - 1]
                 if candidates:
                     taker = min(candidates, key=lambda m: (len(owned[m]), m))
-                    owned[giver].remove(key)
+                    del keys[index]
                     owned[taker].append(key)
                     moved = True
                     break
