@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -287,32 +287,32 @@ def test_librdkafka_consumers_with_a_topic_and_a_regex_subscription(
 
     read: set[tuple[int, int]] = set()
 
-    def poll(*consumers: Consumer) -> None:
-        for consumer in consumers:
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is None:
-                read.add((message.partition(), message.offset()))
+    def poll_until(condition: Callable[[], bool], *consumers: Consumer) -> None:
+        """Keep the consumers polling (that is what moves librdkafka's group state on)
+        until `condition` holds."""
+
+        def polled() -> bool:
+            for consumer in consumers:
+                message = consumer.poll(0.2)
+                if message is not None and message.error() is None:
+                    read.add((message.partition(), message.offset()))
+            return condition()
+
+        gc.wait_until(polled, WAIT_S, lambda: f"read {len(read)}: {[owned(c) for c in consumers]}")
 
     first = member("rk-first", topic)
     second = None
     try:
-        gc.wait_until(lambda: poll(first) or len(read) == len(produced), WAIT_S, lambda: str(read))
+        poll_until(lambda: len(read) == len(produced), first)
         assert owned(first) == set(range(PARTITIONS))
         first.commit(asynchronous=False)
         second = member("rk-second", f"^{re.escape(topic)}$")
-        gc.wait_until(
-            lambda: poll(first, second) or (len(owned(first)) == 2 and len(owned(second)) == 2),
-            WAIT_S,
-            lambda: f"{owned(first)} {owned(second)}",
-        )
+        both = (first, second)
+        poll_until(lambda: [len(owned(c)) for c in both] == [2, 2], *both)
         assert not owned(first) & owned(second)
         second.close()
         second = None
-        gc.wait_until(
-            lambda: poll(first) or owned(first) == set(range(PARTITIONS)),
-            WAIT_S,
-            lambda: str(owned(first)),
-        )
+        poll_until(lambda: owned(first) == set(range(PARTITIONS)), first)
     finally:
         first.close()
         if second is not None:
