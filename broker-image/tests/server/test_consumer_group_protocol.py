@@ -396,3 +396,22 @@ async def test_a_regex_subscription_follows_the_topics_there_are(
     assert more.member_epoch == 3
     by_topic = {t.topic_id: sorted(t.partitions) for t in more.assignment.topic_partitions}
     assert by_topic[orders_id(broker)] == [0, 1, 2]
+
+
+async def test_an_empty_consumer_group_can_be_deleted(
+    tmp_path: Path, broker: broker_module.Broker
+) -> None:
+    assert (await heartbeat(broker, "m1", 0)).member_epoch == 1
+    refused = await call(broker, 42, 2, {"groups_names": [GROUP]})
+    assert refused.results[0].error_code == ErrorCode.non_empty_group
+    await heartbeat(broker, "m1", -1)
+    deleted = await call(broker, 42, 2, {"groups_names": [GROUP]})
+    assert deleted.results[0].error_code == ErrorCode.none
+    assert GROUP not in broker.groups.groups
+    await broker.groups.drain()
+    broker.close()
+    again = await loaded(tmp_path, **{"num.partitions": "2"})
+    try:
+        assert GROUP not in again.groups.groups  # the tombstones removed it for good
+    finally:
+        again.close()
