@@ -119,6 +119,22 @@ def test_java_consumers_share_partitions_through_the_broker(
     member_rows = tool.table(members_out, GROUP)
     assert sorted(r["#PARTITIONS"] for r in member_rows) == ["2", "2"], members_out
     assert {r["CLIENT-ID"] for r in member_rows} == {"e2e-java-a", "e2e-java-b"}, members_out
+    state_out = tool.consumer_groups(
+        java_peers, bootstrap, "--describe", "--group", GROUP, "--state", "--verbose"
+    )
+    (state,) = tool.table(state_out, GROUP)
+    assert (state["ASSIGNMENT-STRATEGY"], state["STATE"], state["#MEMBERS"]) == (
+        "uniform",
+        "Stable",
+        "2",
+    ), state_out
+    assert state["GROUP-EPOCH"] == state["TARGET-ASSIGNMENT-EPOCH"], state_out
+    verbose_out = tool.consumer_groups(
+        java_peers, bootstrap, "--describe", "--group", GROUP, "--members", "--verbose"
+    )
+    for row in tool.table(verbose_out, GROUP):  # every member reconciled to its target
+        assert row["CURRENT-EPOCH"] == row["TARGET-EPOCH"] == state["GROUP-EPOCH"], verbose_out
+        assert row["CURRENT-ASSIGNMENT"] == row["TARGET-ASSIGNMENT"], verbose_out
 
     # b leaves: a gets every partition back and reads what comes next.
     java_members.stop_all([b])
