@@ -3,6 +3,9 @@
 # include Apache Kafka's broker, which the client's differential tests start).
 # requirements.lock pins the base dependencies and both extras: `client` (confluent-kafka,
 # for the tools, the operator and the tests) and `test`; the broker image takes the base only.
+# `make run` installs the broker's runtime only (requirements-runtime.lock, the base
+# dependencies at requirements.lock's versions) and starts config/server.properties;
+# `make tools` adds the `client` extra for the strom-* tools; `make install`/`make test` all.
 # Benchmarks against Apache Kafka: bench/bench.mk (make bench, bench-quick, bench-profile).
 # The Kubernetes tier: e2e/k8s/k8s.mk (make k8s-tools builds the control plane once, cached).
 # The chaos test run long: e2e/chaos.mk (make chaos MINUTES=30 [SEED=n]).
@@ -10,25 +13,55 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+RUNTIME_STAMP := $(VENV)/.runtime-stamp
+TOOLS_STAMP := $(VENV)/.tools-stamp
+PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 PYTEST_ARGS ?=
 
-.PHONY: install install-python peers run test lint typecheck unit e2e clean raft-sim
+.PHONY: install install-python install-runtime tools peers kafka-tools run test lint typecheck unit e2e clean raft-sim
 
-install: install-python peers
+install: install-python peers kafka-tools
 
 install-python: $(STAMP)
 
+# Everything: the broker, the `client` extra and the test tools (a full install is also a
+# runtime and a tools install).
 $(STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e '.[client,test]'
-	touch $(STAMP)
+	$(PIP) -r requirements.lock
+	$(PIP) --no-deps -e '.[client,test]'
+	touch $(STAMP) $(RUNTIME_STAMP) $(TOOLS_STAMP)
+
+install-runtime: $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): pyproject.toml requirements-runtime.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) -r requirements-runtime.lock
+	$(PIP) --no-deps -e .
+	touch $(RUNTIME_STAMP)
+
+# strom-topics, strom-console-producer, ... need the `client` extra (confluent-kafka)
+tools: $(TOOLS_STAMP)
+
+$(TOOLS_STAMP): $(RUNTIME_STAMP) requirements.lock
+	$(PIP) --no-deps $$(grep -i '^confluent[-_]kafka==' requirements.lock)
+	touch $(TOOLS_STAMP)
 
 peers:
 	bash e2e/peers/install.sh
 
-run: install-python
-	$(BIN)/strom-server
+# Kafka's commands (kafka-topics.sh, ..., connect-standalone.sh, connect-mirror-maker.sh)
+# in .venv/bin, running the pinned Apache Kafka jars of e2e/peers at WARN logging.
+kafka-tools:
+	bash e2e/peers/kafka_tools.sh $(BIN)
+
+run: install-runtime
+	@echo "Starting a broker and controller from config/server.properties: localhost:9092 (Ctrl-C stops it)."
+	@echo "  Strom's tools (strom-topics, strom-console-producer, ...): make tools; they go to $(BIN)"
+	@echo "  Kafka's tools (kafka-topics.sh, kafka-console-consumer.sh, ...): make kafka-tools puts them in $(BIN)"
+	@echo "  More brokers: cp config/server.properties config/server-1.properties, set broker.id,"
+	@echo "  listeners and log.dirs, then kafka-server-start.sh config/server-1.properties (README)"
+	$(BIN)/strom-server config/server.properties
 
 lint: install-python
 	$(BIN)/ruff check .

@@ -28,7 +28,15 @@ READY_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 30.0
 SEGMENT_BYTES = 1 << 30  # Kafka's default log.segment.bytes
 # Small and quick to start: a test node, not a benchmark one (the bench uses 1G, C2 JIT).
-JVM_OPTIONS = ("-Xms256M", "-Xmx512M", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# Logged at INFO (log4j2's default configuration at that level, to stdout): READY_LINE is
+# an INFO line.
+JVM_OPTIONS = (
+    "-Xms256M",
+    "-Xmx512M",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Dorg.apache.logging.log4j.level=INFO",
+)
 READY_LINE = "Kafka Server started"
 
 

@@ -20,7 +20,9 @@ if str(E2E_DIR) not in sys.path:
     sys.path.insert(0, str(E2E_DIR))
 
 import strom_process  # noqa: E402
-from java_peers import JavaPeers  # noqa: E402
+from apache_kafka import ApacheKafka  # noqa: E402
+from java_peers import PEERS_DIR, JavaPeers  # noqa: E402
+from kafka_commands import KafkaCommands  # noqa: E402
 from strom_process import StromProcess  # noqa: E402
 
 
@@ -80,6 +82,29 @@ def java_peers() -> JavaPeers:
         return JavaPeers.install()
     except FileNotFoundError:
         pytest.skip("java is not installed (a JDK 17+ is needed for the Java peers)")
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory: pytest.TempPathFactory, java_peers: JavaPeers) -> Iterator[ApacheKafka]:
+    """One Apache Kafka node (KRaft, from the peers' jars) for a module's differential tests:
+    the same assertion against Kafka and against Strom."""
+    if not any((PEERS_DIR / "lib").glob("kafka_2.13-*.jar")):
+        pytest.skip("Apache Kafka's broker jars are not installed: run e2e/peers/install.sh java")
+    node = ApacheKafka(tmp_path_factory.mktemp("kafka"), java_peers)
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_commands(tmp_path_factory: pytest.TempPathFactory) -> KafkaCommands:
+    """Kafka's commands as `make kafka-tools` writes them (kafka-topics.sh,
+    connect-standalone.sh, ...), into a directory of this session: this checkout's jars."""
+    if shutil.which("java") is None:
+        pytest.skip("java is not installed (a JDK 17+ is needed for Kafka's commands)")
+    return KafkaCommands.install(tmp_path_factory.mktemp("kafka-bin"))
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,25 @@ from pathlib import Path
 from typing import Any
 
 PEERS_DIR = Path(__file__).resolve().parent / "peers"
+# Kafka's tools and clients log at WARN, as the `make kafka-tools` commands do.
+LOG4J_OPTION = f"-Dlog4j2.configurationFile={PEERS_DIR / 'log4j2.xml'}"
 INSTALL_TIMEOUT_S = 600.0
+
+
+def run_peers_script(script: str, *args: str) -> None:
+    """`bash e2e/peers/SCRIPT ARGS` (idempotent set-up, fast when done), or raise."""
+    done = subprocess.run(
+        ["bash", str(PEERS_DIR / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=INSTALL_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"e2e/peers/{script} {' '.join(args)} failed ({done.returncode}):\n"
+            f"{done.stdout}\n{done.stderr}"
+        )
 
 
 class JavaPeers:
@@ -25,24 +43,13 @@ class JavaPeers:
         java = shutil.which("java")
         if java is None:
             raise FileNotFoundError("java")
-        done = subprocess.run(
-            ["bash", str(PEERS_DIR / "install.sh"), "java"],
-            capture_output=True,
-            text=True,
-            timeout=INSTALL_TIMEOUT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(
-                f"e2e/peers/install.sh java failed ({done.returncode}):\n"
-                f"{done.stdout}\n{done.stderr}"
-            )
+        run_peers_script("install.sh", "java")
         return cls(java)
 
     def run(
         self, main: str, *args: str, timeout: float = 120.0, check: bool = True
     ) -> subprocess.CompletedProcess[str]:
-        argv = [self.java, "-cp", self.classpath, main, *args]
+        argv = [self.java, LOG4J_OPTION, "-cp", self.classpath, main, *args]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         if check and done.returncode != 0:
             raise AssertionError(
@@ -60,4 +67,12 @@ class JavaPeers:
 
         C1-only JIT: these short programs start faster and the 2-core CI box stays responsive.
         """
-        return [self.java, "-XX:TieredStopAtLevel=1", "-cp", self.classpath, main, *args]
+        return [
+            self.java,
+            "-XX:TieredStopAtLevel=1",
+            LOG4J_OPTION,
+            "-cp",
+            self.classpath,
+            main,
+            *args,
+        ]

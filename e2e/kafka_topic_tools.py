@@ -1,5 +1,5 @@
 """Kafka's own topic tools run from the Java peers' jars, as a user runs them:
-`kafka-topics.sh` (create with a replica assignment, describe) and
+`kafka-topics.sh` (create, with a replica assignment or not, describe) and
 `kafka-reassign-partitions.sh`, with their text output parsed as a user reads it."""
 
 from __future__ import annotations
@@ -8,6 +8,25 @@ from java_peers import JavaPeers
 
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 REASSIGN_COMMAND = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
+
+
+def create_topic(
+    java_peers: JavaPeers, bootstrap: str, topic: str, *, partitions: int, replication_factor: int
+) -> None:
+    """`kafka-topics.sh --create --replication-factor R --partitions P --topic T`."""
+    created = java_peers.run(
+        TOPIC_COMMAND,
+        "--bootstrap-server",
+        bootstrap,
+        "--create",
+        "--replication-factor",
+        str(replication_factor),
+        "--partitions",
+        str(partitions),
+        "--topic",
+        topic,
+    )
+    assert f"Created topic {topic}." in created.stdout, created.stdout
 
 
 def create_with_assignment(

@@ -7,30 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from apache_kafka import ApacheKafka
-from java_peers import PEERS_DIR, JavaPeers
 from strom.client import admin as client_admin
 from strom.client import errors, results
 from strom_process import StromProcess, free_port
 
 TP = results.TopicPartition
 QUICK_S = 15.0  # an unsupported call must fail well within this
-
-
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory, java_peers: JavaPeers) -> Iterator[ApacheKafka]:
-    if not any((PEERS_DIR / "lib").glob("kafka_2.13-*.jar")):
-        pytest.skip("Apache Kafka's broker jars are not installed: run e2e/peers/install.sh java")
-    node = ApacheKafka(tmp_path_factory.mktemp("kafka"), java_peers)
-    try:
-        node.start()
-        yield node
-    finally:
-        node.stop()
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 import pytest
 from java_peers import JavaPeers
-from kafka_topic_tools import TOPIC_COMMAND, describe_partitions
+from kafka_topic_tools import create_topic, describe_partitions
 from strom_cluster import StromCluster
 from waiting import wait_until
 
@@ -82,19 +82,7 @@ def brokers(value: str) -> list[int]:
 
 def test_the_multi_broker_walkthrough(java_peers: JavaPeers, cluster: StromCluster) -> None:
     first = cluster.nodes[1].bootstrap
-    created = java_peers.run(
-        TOPIC_COMMAND,
-        "--bootstrap-server",
-        first,
-        "--create",
-        "--replication-factor",
-        "3",
-        "--partitions",
-        "1",
-        "--topic",
-        TOPIC,
-    )
-    assert f"Created topic {TOPIC}." in created.stdout
+    create_topic(java_peers, first, TOPIC, partitions=1, replication_factor=3)
 
     described = describe(java_peers, first)
     replicas = brokers(described["Replicas"])

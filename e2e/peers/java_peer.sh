@@ -16,6 +16,12 @@ apt_install() {
     fi
 }
 
+# Maven printing plain text: batch mode, no colours, and no reset escape code (ESC[0m),
+# which Debian's Maven 3.8 (jansi 2) writes on exit even so unless jansi.noreset is set.
+maven() {
+    MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -B -Dstyle.color=never "$@"
+}
+
 # build_java_peer DIR: the jars of DIR/pom.xml into DIR/lib/ (again whenever pom.xml
 # changes), then DIR/src/*.java into DIR/target/classes/ (again whenever a source file or
 # the jars change). Idempotent: each step is skipped when its output is newer than its inputs.
@@ -30,8 +36,7 @@ build_java_peer() {
         command -v mvn >/dev/null || apt_install maven
         log "resolving jars from pom.xml into lib/"
         rm -rf "$lib.tmp"
-        mvn -q -B -Dstyle.color=never -f "$here/pom.xml" dependency:copy-dependencies \
-            -DoutputDirectory="$lib.tmp"
+        maven -q -f "$here/pom.xml" dependency:copy-dependencies -DoutputDirectory="$lib.tmp"
         rm -rf "$lib"
         mv "$lib.tmp" "$lib"
         touch "$lib_stamp"

@@ -18,8 +18,14 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SCRIPTS: dict[str, str] = PYPROJECT["project"]["scripts"]
-# strom-dev-cluster runs strom-server processes: like the broker, it needs no client
-BROKER_TOOLS = {"strom-server", "strom-dev-cluster"}
+# strom-dev-cluster runs strom-server processes, and Kafka's server scripts are
+# strom-server under Kafka's names: like the broker, they need no client
+BROKER_TOOLS = {
+    "strom-server",
+    "strom-dev-cluster",
+    "kafka-server-start.sh",
+    "kafka-server-stop.sh",
+}
 CLIENT_TOOLS = sorted(name for name in SCRIPTS if name not in BROKER_TOOLS)
 
 # Makes `import confluent_kafka` fail as it does where the extra is not installed.
@@ -65,6 +71,15 @@ def test_the_dev_cluster_runs_without_the_client_library() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "--brokers" in done.stdout
+
+
+def test_kafkas_server_scripts_run_without_the_client_library() -> None:
+    done = python(
+        BLOCK_CONFLUENT_KAFKA + "import sys, strom.cli.kafka_server_scripts as scripts\n"
+        "sys.exit(scripts.start([]))\n"
+    )
+    assert done.returncode == 1, done.stderr
+    assert "USAGE: kafka-server-start.sh" in done.stderr
 
 
 @pytest.mark.parametrize("tool", CLIENT_TOOLS)

@@ -82,11 +82,6 @@ def test_topic_config_name_on_the_broker_points_at_broker_name() -> None:
         loading.load_broker_config(None, ["retention.ms=1000"], {})
 
 
-def test_removed_zookeeper_key_is_rejected() -> None:
-    with pytest.raises(definitions.ConfigError, match=r"'zookeeper\.connect'"):
-        loading.load_broker_config(None, ["zookeeper.connect=localhost:2181"], {})
-
-
 def test_invalid_value_names_key_and_problem() -> None:
     with pytest.raises(definitions.ConfigError) as info:
         loading.load_broker_config(None, ["log.segment.bytes=3"], {})

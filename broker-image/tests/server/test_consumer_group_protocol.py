@@ -415,3 +415,14 @@ async def test_an_empty_consumer_group_can_be_deleted(
         assert GROUP not in again.groups.groups  # the tombstones removed it for good
     finally:
         again.close()
+
+
+async def test_kafka_4_3s_default_protocols_load(tmp_path: Path) -> None:
+    server = await loaded(
+        tmp_path / "kafka-default",
+        **{"group.coordinator.rebalance.protocols": "classic,consumer,streams"},
+    )
+    try:
+        assert server.groups.config.consumer_protocol_enabled
+    finally:
+        server.close()

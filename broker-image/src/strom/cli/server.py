@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -55,10 +56,37 @@ async def _serve(config: broker_config.BrokerConfig) -> None:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
-    await broker.start()
-    await stopping.wait()
-    log.info("shutting down")
+    # A node waits in start() for the controller quorum (a copy of server.properties
+    # started before its first node, say): Ctrl-C or SIGTERM must stop it there too.
+    starting = asyncio.ensure_future(broker.start())
+    signalled = asyncio.ensure_future(stopping.wait())
+    await asyncio.wait((starting, signalled), return_when=asyncio.FIRST_COMPLETED)
+    if not starting.done():
+        log.info("shutting down before the broker started")
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+    else:
+        starting.result()  # a failed start raises here
+        await signalled
+        log.info("shutting down")
     await broker.stop()
+
+
+def _unsupported_roles(quorum: broker_config.QuorumSettings) -> str | None:
+    """Why Strom cannot run this node's roles yet, or None."""
+    if not quorum.is_broker:
+        return (
+            "process.roles=controller: a controller-only node (Kafka's split mode) is not"
+            " supported yet; run controllers with process.roles=broker,controller"
+        )
+    if not quorum.is_controller and not quorum.static_voters:
+        return (
+            "process.roles=broker: a broker-only node finds the quorum through"
+            " controller.quorum.voters; controller.quorum.bootstrap.servers alone is not"
+            " supported yet"
+        )
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,15 +99,12 @@ def main(argv: list[str] | None = None) -> int:
     except (config_definitions.ConfigError, OSError) as error:
         print(f"strom-server: configuration error: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    for warning in config.warnings():
+        log.warning("%s", warning)
     quorum = config.quorum
-    if not (quorum.is_broker and quorum.is_controller):
-        role = "broker" if quorum.is_broker else "controller"
-        print(
-            f"strom-server: configuration error: process.roles={role}: a {role}-only node"
-            " (Kafka's split mode) is not supported yet; run every node with"
-            " process.roles=broker,controller (combined mode)",
-            file=sys.stderr,
-        )
+    refusal = _unsupported_roles(quorum)
+    if refusal is not None:
+        print(f"strom-server: configuration error: {refusal}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     try:
         # Before anything reads the directories: a second broker on a directory in use

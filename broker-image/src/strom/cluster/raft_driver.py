@@ -122,23 +122,26 @@ class RaftDriver:
                 high_watermark=self.client.high_watermark,
                 voters=voters,
             )
-        described = []
-        for voter in sorted(state.voters):
-            if voter == self.node_id:
-                described.append(quorum_view.ReplicaState(voter, end, now_ms, now_ms))
-                continue
-            progress = state.progress.get(voter)
+
+        def replica(node: int) -> quorum_view.ReplicaState:
+            if node == self.node_id:
+                return quorum_view.ReplicaState(node, end, now_ms, now_ms)
+            progress = state.progress.get(node)
             offset = -1 if progress is None or progress.end_offset is None else progress.end_offset
             fetched = (
                 -1 if progress is None or progress.last_fetch_ms is None else progress.last_fetch_ms
             )
             caught_up = fetched if offset >= (state.high_watermark or 0) else -1
-            described.append(quorum_view.ReplicaState(voter, offset, fetched, caught_up))
+            return quorum_view.ReplicaState(node, offset, fetched, caught_up)
+
+        # observers: the broker-only nodes that fetch from this leader
+        observers = sorted(set(state.progress) - state.voters)
         return quorum_view.QuorumDescription(
             leader_id=self.node_id,
             leader_epoch=self.epoch,
             high_watermark=self.client.high_watermark,
-            voters=tuple(described),
+            voters=tuple(replica(voter) for voter in sorted(state.voters)),
+            observers=tuple(replica(observer) for observer in observers),
         )
 
     # Running --------------------------------------------------------------------------

@@ -23,7 +23,8 @@ import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from strom.config import definitions, quorum
+from strom.config import definitions, quorum, roles
+from strom.config.removed_keys import is_removed_key, removed_keys_warning
 
 # A topic config name given as a broker setting is a common slip; point at the broker name.
 _BROKER_NAME_OF_TOPIC_CONFIG = {
@@ -156,7 +157,9 @@ class BrokerConfig:
         (a file name, an environment variable, --override) for error messages.
         `cluster_defaults` and `per_broker` are the dynamic layers; only configs Kafka
         can change at run time (`ConfigDef.dynamic`) may be in them."""
-        self._explicit = dict(settings or {})
+        # Keys Kafka 4 removed (port, zookeeper.connect, ...) are set aside, with a warning.
+        self._explicit = {k: v for k, v in (settings or {}).items() if not is_removed_key(k)}
+        self.removed_keys = sorted(set(settings or {}) - set(self._explicit))
         self._origins = dict(origins or {})
         self._dynamic: dict[definitions.ConfigSource, dict[str, str]] = {
             definitions.ConfigSource.DYNAMIC_BROKER_CONFIG: dict(per_broker or {}),
@@ -186,6 +189,17 @@ class BrokerConfig:
             self._values["node.id"] = self._values["broker.id"]
         elif not self.is_set("broker.id"):
             self._values["broker.id"] = self._values["node.id"]
+        self._joining_note: str | None = None
+        voters = self.get_list("controller.quorum.voters")
+        if roles.joins_as_broker(
+            self.process_roles,
+            self.get_int("node.id"),
+            [int(voter.partition("@")[0]) for voter in voters],
+            self.controller_listener_names,
+            self.get_str("listeners") or "",
+        ):
+            self._values["process.roles"] = ("broker",)
+            self._joining_note = roles.joining_note(self.get_int("node.id"), voters)
         self._check_together()
 
     def _parse_setting(
@@ -257,6 +271,12 @@ class BrokerConfig:
     def origin(self, name: str) -> str | None:
         """Where an explicit value came from (file, env var, --override); None for defaults."""
         return self._origins.get(name) if name in self._explicit else None
+
+    def warnings(self) -> list[str]:
+        """What the broker logs once at start about its settings: keys Kafka 4 removed,
+        a copied server.properties that runs as a broker (roles.py)."""
+        notes = [removed_keys_warning(self.removed_keys), self._joining_note]
+        return [note for note in notes if note]
 
     def explicit(self) -> dict[str, str]:
         """The explicitly set raw values, e.g. to log at start."""

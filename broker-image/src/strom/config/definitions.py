@@ -25,6 +25,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeAlias
 
+from strom.config import kafka_broker_configs
+
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 
@@ -531,7 +533,7 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("group.min.session.timeout.ms", _I, "6000", "Minimum session timeout a consumer may ask for."),
     ConfigDef("group.max.session.timeout.ms", _I, "1800000", "Maximum session timeout a consumer may ask for."),
     ConfigDef("group.max.size", _I, str(INT_MAX), "Maximum members in one consumer group.", AtLeast(1)),
-    ConfigDef("group.coordinator.rebalance.protocols", _LI, "classic,consumer", "The group protocols served: classic (JoinGroup/SyncGroup) and consumer (KIP-848's ConsumerGroupHeartbeat).", _all(OneOf(("classic", "consumer")), Custom(_check_classic_protocol))),
+    ConfigDef("group.coordinator.rebalance.protocols", _LI, "classic,consumer", "The group protocols served: classic (JoinGroup/SyncGroup) and consumer (KIP-848's ConsumerGroupHeartbeat); streams (Kafka 4.3's default lists it) is accepted and not served.", _all(OneOf(("classic", "consumer", "streams")), Custom(_check_classic_protocol))),
     ConfigDef("group.consumer.heartbeat.interval.ms", _I, "5000", "How often members of a consumer-protocol group heartbeat.", AtLeast(1)),
     ConfigDef("group.consumer.session.timeout.ms", _I, "45000", "A consumer-protocol member without a heartbeat for this long is removed from its group.", AtLeast(1)),
     ConfigDef("group.consumer.assignors", _LI, "uniform,range", "The server-side assignors of consumer-protocol groups (uniform, range, or Kafka's class names of them); the first is the default.", Custom(_check_assignors)),
@@ -545,6 +547,23 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("max.partitions.per.broker", _I, "50000", "Strom: the most partition replicas one broker may host; CreateTopics and CreatePartitions beyond it are refused with POLICY_VIOLATION. One request may create at most 10,000 partitions, as in Kafka.", AtLeast(1), dynamic=True),
 )
 # fmt: on
+
+
+def _with_kafka_configs(own: Mapping[str, ConfigDef]) -> dict[str, ConfigDef]:
+    """Strom's own broker configs, then every other Kafka 4.x broker/controller config as
+    `ignored` (kafka_broker_configs.py): a Kafka server.properties loads as is, and a key
+    that is not Kafka's (a typo) is still refused."""
+    kafka_only = [
+        ConfigDef(
+            name, ConfigType[type_name], default, doc + _IGNORED, dynamic=dynamic, ignored=True
+        )
+        for name, type_name, default, dynamic, doc in kafka_broker_configs.KAFKA_BROKER_CONFIGS
+        if name not in own
+    ]
+    return {**own, **_table(*kafka_only)}
+
+
+BROKER_CONFIGS = _with_kafka_configs(BROKER_CONFIGS)
 
 # Broker configs that are one setting spelled in several units, most precise first
 # (Kafka's DynamicBrokerConfig.brokerConfigSynonyms).

@@ -10,9 +10,11 @@ Precedence, lowest first:
 4. `--override key=value` arguments, which win as they do for Kafka's `kafka-server-start.sh`.
 
 Every key must be known: a typo is an error naming the key (with the closest known
-name), never a silently ignored setting. Kafka settings that Strom accepts but does
-not use (num.network.threads, num.io.threads, ...) are ordinary definitions marked
-`ignored`. The only `STROM_*` variables that are not configs are the ones Kubernetes
+name), never a silently ignored setting. Every Kafka 4.x broker key is known: those
+Strom does not use (num.network.threads, offsets.commit.timeout.ms, ...) are definitions
+marked `ignored` (kafka_broker_configs.py). The ZooKeeper-era keys Kafka 4 removed
+(port, zookeeper.connect, ...; removed_keys.py) are set aside by `BrokerConfig` with one
+warning. The only `STROM_*` variables that are not configs are the ones Kubernetes
 injects for a Service whose name starts with "strom" (`STROM_SERVICE_HOST`,
 `STROM_BOOTSTRAP_PORT_9092_TCP`, ...; see `is_kubernetes_service_variable`), since a
 cluster named "strom" gets them in every pod.

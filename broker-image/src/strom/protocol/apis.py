@@ -42,6 +42,9 @@ class ApiKey(enum.IntEnum):
     DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
     DESCRIBE_LOG_DIRS = 35
@@ -90,6 +93,9 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.DELETE_RECORDS: (0, 2),
     ApiKey.INIT_PRODUCER_ID: (0, 5),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),  # kio has no v0-1 (Kafka 4 deprecates them)
+    ApiKey.DESCRIBE_ACLS: (1, 3),  # the ACL APIs answer SECURITY_DISABLED: no authorizer
+    ApiKey.CREATE_ACLS: (1, 3),
+    ApiKey.DELETE_ACLS: (1, 3),
     ApiKey.DESCRIBE_CONFIGS: (1, 4),
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.DESCRIBE_LOG_DIRS: (1, 5),  # v5: is_cordoned, always false
@@ -244,11 +250,11 @@ def response_class(api_key: int, api_version: int) -> type[Any]:
     return load_response_schema(api_key, api_version)
 
 
-def build_response(request: Request, data: dict[str, Any]) -> Any:
-    """The response to `request` at its version from plain data, not throttled (fields the
-    version lacks are left out)."""
+def build_response(request: Request, fields: dict[str, Any]) -> Any:
+    """The answer to `request`, at its version, from version-independent `fields` (see
+    shaping), never throttled."""
     response_type = response_class(request.header.api_key, request.header.api_version)
-    return shaping.build(response_type, {"throttle_time": 0, **data})
+    return shaping.build(response_type, {"throttle_time": 0, **fields})
 
 
 class _PartsWriter:

@@ -363,7 +363,9 @@ class Broker:
             )
         if self.config.metrics_listener is not None:
             host, port = self.config.metrics_listener
-            self._http = http.HttpServer(self, host, port)
+            self._http = http.HttpServer(
+                self, host, port, port_may_move=not self.config.is_set("metrics.listener")
+            )
             await self._http.start()
         await self._join_cluster()
         self._tasks.append(loop.create_task(self._fence_expired_brokers()))

@@ -15,6 +15,7 @@ from typing import Any
 from strom.protocol import apis
 from strom.server.context import BrokerContext, RequestContext
 from strom.server.handlers import (
+    acls,
     broker_lifecycle,
     cluster_info,
     configs,
@@ -58,6 +59,9 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.LIST_PARTITION_REASSIGNMENTS: forwarding.forwarded(
         reassignments.handle_list_partition_reassignments
     ),
+    apis.ApiKey.DESCRIBE_ACLS: acls.handle_describe_acls,
+    apis.ApiKey.CREATE_ACLS: acls.handle_create_acls,
+    apis.ApiKey.DELETE_ACLS: acls.handle_delete_acls,
     apis.ApiKey.DESCRIBE_CONFIGS: configs.handle_describe_configs,
     apis.ApiKey.ALTER_CONFIGS: forwarding.forwarded(configs.handle_alter_configs),
     apis.ApiKey.INCREMENTAL_ALTER_CONFIGS: forwarding.forwarded(

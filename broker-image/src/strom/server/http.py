@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -11,12 +13,19 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 if TYPE_CHECKING:
     from strom.server.broker import Broker
 
+log = logging.getLogger(__name__)
+
 
 class HttpServer:
-    def __init__(self, broker: Broker, host: str, port: int) -> None:
+    def __init__(
+        self, broker: Broker, host: str, port: int, *, port_may_move: bool = False
+    ) -> None:
+        """`port_may_move`: the port is metrics.listener's default, so when it is taken the
+        endpoint moves to a free port with a warning instead of stopping the broker."""
         self._broker = broker
         self._host = host
         self._port = port
+        self._port_may_move = port_may_move
         self._runner: web.AppRunner | None = None
         self.bound_port: int | None = None
 
@@ -31,14 +40,31 @@ class HttpServer:
         try:
             await site.start()
         except OSError as error:
-            raise OSError(
-                f"metrics.listener: cannot listen on http://{self._host}:{self._port}: "
-                f"{error.strerror or error}"
-            ) from error
+            if not (self._port_may_move and error.errno == errno.EADDRINUSE):
+                raise OSError(
+                    f"metrics.listener: cannot listen on http://{self._host}:{self._port}: "
+                    f"{error.strerror or error}"
+                ) from error
+            # The default port taken, most likely by another broker on this machine: a
+            # second broker must still start (Kafka has no such port to collide on).
+            site = web.TCPSite(self._runner, self._host or None, 0, reuse_address=True)
+            await site.start()
+            moved = True
+        else:
+            moved = False
         server = site._server  # aiohttp keeps the asyncio server private
         sockets = getattr(server, "sockets", None)
         if sockets:
             self.bound_port = sockets[0].getsockname()[1]
+        if moved:
+            log.warning(
+                "metrics.listener: the default port %d is in use (another broker on this"
+                " machine?); serving /metrics, /healthz and /readyz on http://%s:%s instead."
+                " Set metrics.listener to choose the port",
+                self._port,
+                self._host,
+                self.bound_port,
+            )
 
     async def stop(self) -> None:
         if self._runner is not None:

@@ -181,6 +181,8 @@ class RaftClient:
                 self.elections.send_end_quorum_epoch(state, now_ms)
         elif now_ms >= state.election_deadline and self.quorum.is_voter:
             self.elections.prospect(now_ms)
+        elif isinstance(state, states.UnattachedState) and now_ms >= state.election_deadline:
+            self.following.find_leader(state, now_ms)  # an observer (not a voter)
         return self._finish(now_ms)
 
     def handle(self, envelope: messages.Envelope, now_ms: int) -> list[actions.Action]:

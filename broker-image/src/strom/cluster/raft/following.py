@@ -26,10 +26,25 @@ class Following(context.Role):
         if now_ms >= state.fetch_deadline and self.quorum.is_voter:
             self.elections.prospect(now_ms)
             return
+        if now_ms >= state.fetch_deadline:
+            # an observer: its leader went silent; ask the voters who leads now
+            self.find_leader(self.quorum.to_observer_unattached(now_ms), now_ms)
+            return
         if state.request_deadline is not None and now_ms < state.request_deadline:
             return
         if now_ms >= state.next_request_ms:
             self.send_fetch(state, now_ms)
+
+    def find_leader(self, state: states.UnattachedState, now_ms: int) -> None:
+        """An observer (a broker-only node) has no leader: it fetches from a voter, whose
+        answer names the leader and its epoch (``Context.current`` then follows it). The
+        election timer of an observer is this retry timer (Kafka fetches from a bootstrap
+        server alike)."""
+        voters = sorted(self.quorum.voters)
+        state.election_deadline = now_ms + self.config.request_timeout_ms
+        if not voters:
+            return  # nobody to ask (no static voters): wait, without spinning
+        self.ctx.send(self.quorum.rng.choice(voters), self.fetch_request(state.epoch, 0))
 
     def send_fetch(self, state: states.FollowerState, now_ms: int) -> None:
         state.request_deadline = now_ms + self.config.request_timeout_ms
@@ -43,17 +58,21 @@ class Following(context.Role):
                 max_bytes=self.config.snapshot_chunk_bytes,
             )
         else:
-            request = messages.FetchRequest(
-                self.node_id,
-                state.epoch,
-                fetch_offset=self.log.end_offset,
-                last_fetched_epoch=self.log.last_fetched_epoch,
-                log_start_offset=self.log.log_start_offset,
-                max_bytes=self.config.fetch_max_bytes,
-                max_wait_ms=self.config.fetch_max_wait_ms,
-                high_watermark=self.ctx.high_watermark,
-            )
+            request = self.fetch_request(state.epoch, self.config.fetch_max_wait_ms)
         self.ctx.send(state.leader_id, request)
+
+    def fetch_request(self, epoch: int, max_wait_ms: int) -> messages.FetchRequest:
+        """A Fetch from this log's end (long-polling for up to `max_wait_ms`)."""
+        return messages.FetchRequest(
+            self.node_id,
+            epoch,
+            fetch_offset=self.log.end_offset,
+            last_fetched_epoch=self.log.last_fetched_epoch,
+            log_start_offset=self.log.log_start_offset,
+            max_bytes=self.config.fetch_max_bytes,
+            max_wait_ms=max_wait_ms,
+            high_watermark=self.ctx.high_watermark,
+        )
 
     def follower_of(
         self, source: int, leader_id: int, epoch: int, now_ms: int

@@ -9,7 +9,8 @@ in an epoch) raises `InvalidTransitionError`: that is a bug, never a network eve
     Prospective -> Prospective (retry), Candidate, Follower, Unattached
     Candidate   -> Leader, Prospective (lost or timed out), Follower, Unattached
     Leader      -> Resigned, Follower, Unattached (a higher epoch)
-    Follower    -> Prospective (leader silent), Follower, Unattached (a higher epoch)
+    Follower    -> Prospective (leader silent), Follower, Unattached (a higher epoch;
+                   an observer's silent leader, in the same epoch)
     Resigned    -> Prospective, Follower, Unattached (a higher epoch)
 """
 
@@ -85,6 +86,8 @@ class QuorumState:
     def election_deadline(self, now_ms: int) -> int:
         if self.voters == {self.node_id}:
             return now_ms  # the only voter: nobody else can lead, stand at once (as Kafka)
+        if not self.is_voter:
+            return now_ms  # an observer never stands: its timer asks a voter for the leader
         timeout = self.config.election_timeout_ms
         return now_ms + timeout + self.rng.randrange(timeout)
 
@@ -123,6 +126,16 @@ class QuorumState:
         elif epoch < old.epoch:
             raise self._fail("Unattached", epoch)
         new = states.UnattachedState(epoch, voted_id, self.election_deadline(now_ms))
+        self._set(new)
+        return new
+
+    def to_observer_unattached(self, now_ms: int) -> states.UnattachedState:
+        """An observer (not a voter) whose leader went silent forgets it, in the same
+        epoch, to ask the voters who leads now (Kafka's pollFollowerAsObserver)."""
+        old = self.state
+        if self.is_voter or not isinstance(old, states.FollowerState):
+            raise self._fail("Unattached", old.epoch)
+        new = states.UnattachedState(old.epoch, None, self.election_deadline(now_ms))
         self._set(new)
         return new
 

@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from strom.cluster import broker_sessions, isr_changes, topics
 from strom.cluster import image as images
-from strom.protocol import apis, shaping
+from strom.protocol import apis
 from strom.server import context
 
 if TYPE_CHECKING:
@@ -44,9 +44,7 @@ def lifecycle_error_code(error: topics.MetadataError) -> ErrorCode:
     return ErrorCode.unknown_server_error
 
 
-def _response(request: apis.Request, fields: dict[str, Any]) -> Any:
-    response_type = apis.response_class(request.header.api_key, request.header.api_version)
-    return shaping.build(response_type, {"throttle_time": 0, **fields})
+_response = apis.build_response
 
 
 def registration_of(body: Any) -> broker_sessions.Registration:

@@ -76,8 +76,7 @@ _NOT_COORDINATOR = {
 }
 
 
-def _response(request: apis.Request, data: dict[str, Any]) -> Any:
-    return apis.build_response(request, data)
+_response = apis.build_response
 
 
 async def handle_find_coordinator(
