@@ -158,8 +158,7 @@ def classic_assignment(member: model.ConsumerMember, names: Mapping[uuid.UUID, s
     """A classic member's assigned partitions as its SyncGroup answer carries them: a
     ConsumerProtocolAssignment of the version of its subscription."""
     assert member.classic is not None
-    metadata = member.classic.protocols[0][1]
-    version = int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
+    version = embedded_protocol.version_of(member.classic.protocols[0][1])
     partitions = {
         names[topic_id]: indexes
         for topic_id, indexes in member.assigned.items()

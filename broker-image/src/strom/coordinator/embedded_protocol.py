@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import io
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kio.schema.consumer_protocol_assignment.v0 import data as assignment_v0
@@ -20,6 +21,7 @@ from kio.schema.consumer_protocol_assignment.v3 import data as assignment_v3
 from kio.schema.consumer_protocol_subscription import v0, v1, v2, v3
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
+from kio.serial.readers import Reader
 from kio.static.primitive import i16, i32
 
 log = logging.getLogger(__name__)
@@ -41,7 +43,6 @@ class Subscription:
     # (topic, partitions) the member says it owns (v1+; cooperative members)
     owned: tuple[tuple[str, tuple[int, ...]], ...] = ()
     rack_id: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _version(data: bytes) -> int:
@@ -53,19 +54,35 @@ def _version(data: bytes) -> int:
     return version
 
 
-def parse_subscription(metadata: bytes) -> Subscription:
-    version = _version(metadata)
-    reader = _SUBSCRIPTION_READERS[min(version, len(_SUBSCRIPTION_READERS) - 1)]
+def version_of(data: bytes) -> int:
+    """The version an embedded message starts with; 0 when it has none."""
     try:
-        subscription, _ = reader(metadata, 2)
+        return _version(data)
+    except MalformedProtocol:
+        return 0
+
+
+def _read(data: bytes, readers: Sequence[Reader[Any]]) -> Any:
+    """The message at the version it says, a later one read as the latest known."""
+    reader = readers[min(_version(data), len(readers) - 1)]
+    try:
+        entity, _ = reader(data, 2)
     except SerialError as error:
         raise MalformedProtocol(str(error)) from error
+    return entity
+
+
+def parse_subscription(metadata: bytes) -> Subscription:
+    subscription = _read(metadata, _SUBSCRIPTION_READERS)
     owned = tuple(
         (str(tp.topic), tuple(int(p) for p in tp.partitions))
         for tp in getattr(subscription, "owned_partitions", ())
     )
     return Subscription(
-        version, tuple(subscription.topics), owned, getattr(subscription, "rack_id", None)
+        _version(metadata),
+        tuple(subscription.topics),
+        owned,
+        getattr(subscription, "rack_id", None),
     )
 
 
@@ -82,12 +99,7 @@ def parse_assignment(data: bytes) -> dict[str, frozenset[int]]:
     """Partitions by topic name of a ConsumerProtocolAssignment (empty bytes: none)."""
     if not data:
         return {}
-    version = _version(data)
-    reader = _ASSIGNMENT_READERS[min(version, len(_ASSIGNMENT_READERS) - 1)]
-    try:
-        assignment, _ = reader(data, 2)
-    except SerialError as error:
-        raise MalformedProtocol(str(error)) from error
+    assignment = _read(data, _ASSIGNMENT_READERS)
     return {
         str(tp.topic): frozenset(int(p) for p in tp.partitions)
         for tp in assignment.assigned_partitions
