@@ -404,7 +404,7 @@ class ConsumerProtocol:
         """A new target assignment for the group epoch; returns its records (the targets
         that changed, then the epoch)."""
         name = consumer.preferred_assignor(self.config.consumer_assignors[0])
-        ids = {name: meta.topic_id for name, meta in consumer.subscription_metadata.items()}
+        ids = {topic: meta.topic_id for topic, meta in consumer.subscription_metadata.items()}
         members = {
             member_id: assignors.AssignorMember(
                 subscribed=frozenset(ids[t] for t in consumer.member_topics(m) if t in ids),
