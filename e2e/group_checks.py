@@ -184,7 +184,10 @@ class Group:
         commit_metadata: str = "",
         session_timeout_ms: int = SESSION_TIMEOUT_MS,
         heartbeat_interval_ms: int = HEARTBEAT_INTERVAL_MS,
+        group_protocol: str = "classic",
     ) -> Member:
+        """`group_protocol="consumer"` (Java only): KIP-848's protocol, where the broker
+        sets the session timeout and heartbeat interval, so they are not passed."""
         client_id = f"e2e-{self.client}-{name}"
         if self.client == "java":
             assert self.java_argv is not None, "the java client needs the java_peers fixture"
@@ -202,10 +205,15 @@ class Group:
                 "--prop",
                 f"client.id={client_id}",
                 "--prop",
-                f"session.timeout.ms={session_timeout_ms}",
-                "--prop",
-                f"heartbeat.interval.ms={heartbeat_interval_ms}",
+                f"group.protocol={group_protocol}",
             ]
+            if group_protocol == "classic":
+                args += [
+                    "--prop",
+                    f"session.timeout.ms={session_timeout_ms}",
+                    "--prop",
+                    f"heartbeat.interval.ms={heartbeat_interval_ms}",
+                ]
             if max_records is not None:
                 args += ["--max-records", str(max_records)]
             argv = self.java_argv(JAVA_MAIN, *args)

@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import consumer_group_tool as tool
 import group_checks as gc
 import pytest
 from java_peers import JavaPeers
 from strom_process import StromProcess
 
-CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 PARTITIONS = 4
 GROUP = "tool-readers"
 
@@ -36,23 +36,11 @@ def members(broker: StromProcess, topic: str, tmp_path: Path) -> Iterator[gc.Gro
 
 
 def consumer_groups(java_peers: JavaPeers, broker: StromProcess, *args: str) -> str:
-    done = java_peers.run(
-        CONSUMER_GROUP_COMMAND, "--bootstrap-server", broker.bootstrap, *args, timeout=90
-    )
-    return done.stdout + done.stderr
+    return tool.consumer_groups(java_peers, broker.bootstrap, *args)
 
 
 def table(output: str, first_column: str = "GROUP") -> list[dict[str, str]]:
-    """Rows of a whitespace-aligned table printed by the tool, keyed by its header."""
-    lines = [line.split() for line in output.splitlines() if line.strip()]
-    header_at = next(i for i, cells in enumerate(lines) if cells[:1] == [first_column])
-    header = lines[header_at]
-    rows = []
-    for cells in lines[header_at + 1 :]:
-        if len(cells) != len(header) or cells[0] != GROUP:
-            continue
-        rows.append(dict(zip(header, cells, strict=True)))
-    return rows
+    return tool.table(output, GROUP, first_column)
 
 
 def admin_view(java_peers: JavaPeers, broker: StromProcess) -> dict[str, Any]:

@@ -509,6 +509,29 @@ class BrokerConfig:
         return self.get_int("group.max.size")
 
     @property
+    def group_consumer_protocol_enabled(self) -> bool:
+        return "consumer" in self.get_list("group.coordinator.rebalance.protocols")
+
+    @property
+    def group_consumer_heartbeat_interval_ms(self) -> int:
+        return self.get_int("group.consumer.heartbeat.interval.ms")
+
+    @property
+    def group_consumer_session_timeout_ms(self) -> int:
+        return self.get_int("group.consumer.session.timeout.ms")
+
+    @property
+    def group_consumer_assignors(self) -> list[str]:
+        return [
+            definitions.CONSUMER_ASSIGNORS[name]
+            for name in self.get_list("group.consumer.assignors")
+        ]
+
+    @property
+    def group_consumer_migration_policy(self) -> str:
+        return self.get_str("group.consumer.migration.policy") or "bidirectional"
+
+    @property
     def offsets_retention_ms(self) -> int:
         return self.get_int("offsets.retention.minutes") * 60_000
 

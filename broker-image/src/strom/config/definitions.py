@@ -344,6 +344,28 @@ def _check_queued_request_bytes(value: ConfigValue) -> str | None:
     return None
 
 
+# Kafka's names of its server-side assignors, and the short names they answer to.
+CONSUMER_ASSIGNORS = {
+    "uniform": "uniform",
+    "range": "range",
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
+
+def _check_assignors(value: ConfigValue) -> str | None:
+    names = value if isinstance(value, tuple) else ()
+    if not names:
+        return "at least one assignor is needed"
+    unknown = [name for name in names if name not in CONSUMER_ASSIGNORS]
+    return f"unknown assignor(s) {', '.join(unknown)}: uniform or range" if unknown else None
+
+
+def _check_classic_protocol(value: ConfigValue) -> str | None:
+    # Kafka: the classic protocol is always served (KafkaConfig's validation).
+    return None if isinstance(value, tuple) and "classic" in value else "must include classic"
+
+
 def _all(*validators: Validator) -> Validator:
     def check(value: ConfigValue) -> str | None:
         for validator in validators:
@@ -553,6 +575,9 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("group.streams.num.standby.replicas", _I, "0", "The number of standby replicas for each task." + _IGNORED, AtLeast(0), ignored=True),
     ConfigDef("group.streams.max.standby.replicas", _I, "2", "The maximum allowed value for the group-level configuration of streams.num.standby.replicas." + _IGNORED, AtLeast(0), ignored=True),
     ConfigDef("group.streams.initial.rebalance.delay.ms", _I, "3000", "The time the coordinator waits for more streams clients to join a new group before the first rebalance." + _IGNORED, AtLeast(0), ignored=True),
+    ConfigDef("group.coordinator.rebalance.protocols", _LI, "classic,consumer", "The group protocols served: classic (JoinGroup/SyncGroup) and consumer (KIP-848's ConsumerGroupHeartbeat); streams (Kafka 4.3's default lists it) is accepted and not served.", _all(OneOf(("classic", "consumer", "streams")), Custom(_check_classic_protocol))),
+    ConfigDef("group.consumer.assignors", _LI, "uniform,range", "The server-side assignors of consumer-protocol groups (uniform, range, or Kafka's class names of them); the first is the default.", Custom(_check_assignors)),
+    ConfigDef("group.consumer.migration.policy", _S, "bidirectional", "Whether a classic group converts to a consumer-protocol group (upgrade), back (downgrade), both (bidirectional) or neither (disabled).", OneOf(("disabled", "upgrade", "downgrade", "bidirectional"))),
     ConfigDef("share.coordinator.state.topic.replication.factor", _SH, "1", "Replication factor of the share-group state topic." + _IGNORED, AtLeast(1), ignored=True),
     ConfigDef("share.coordinator.state.topic.min.isr", _SH, "1", "min.insync.replicas of the share-group state topic." + _IGNORED, AtLeast(1), ignored=True),
     # --- Strom-specific

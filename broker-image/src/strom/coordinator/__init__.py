@@ -10,5 +10,11 @@ module splits them by role.
   formats, ordered asynchronous writes, replay at startup.
 - `offsets_log`: the small storage interface the runtime writes through, and an adapter
   over today's partition append and read.
+- The consumer protocol (KIP-848): `consumer_group` (the model: epochs, members, target
+  assignment), `assignors` (uniform, range), `reconciliation` (a member's next step to its
+  target), `consumer` (ConsumerGroupHeartbeat, timers), `conversion` (classic <-> consumer
+  groups), `classic_members` (classic members inside a consumer group),
+  `embedded_protocol` (the consumer protocol inside JoinGroup/SyncGroup) and
+  `consumer_records` (its records in `__consumer_offsets`).
 - `groups`: the coordinator the broker and the handlers call.
 """

@@ -15,8 +15,8 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from strom.coordinator import consumer_records, offsets_log, rebalance, runtime, states
 from strom.coordinator import group as group_model
-from strom.coordinator import offsets_log, rebalance, runtime, states
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,13 @@ class ClassicProtocol:
             # JoinGroup v0 had no rebalance timeout
             candidate.rebalance_timeout_ms = candidate.session_timeout_ms
         group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            # Empty (with members, `classic_members` serves the join)
+            log.info("group %s: the empty consumer group becomes a classic group", group_id)
+            group.consumer = None
+            self._runtime.write_behind(
+                group_id, consumer_records.group_tombstones(group_id), now_ms
+            )
         if group is None or group.state == State.DEAD:
             if member_id:
                 return JoinResult(ErrorCode.unknown_member_id, member_id=member_id)

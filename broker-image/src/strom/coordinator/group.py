@@ -16,7 +16,10 @@ from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
 
-from strom.coordinator import states
+from strom.coordinator import consumer_group, states
+
+CLASSIC = "classic"
+CONSUMER = "consumer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +30,12 @@ class CoordinatorConfig:
     max_group_size: int = 2**31 - 1
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     offset_metadata_max_bytes: int = 4096
+    # KIP-848's consumer protocol
+    consumer_protocol_enabled: bool = True
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_session_timeout_ms: int = 45000
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")  # the first is the default
+    consumer_migration_policy: str = "bidirectional"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +103,29 @@ class Group:
         self.rebalance_deadline_ms: int | None = None
         self.initial_delay_until_ms: int | None = None  # KIP-134 delay of a new group
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
+        # Set while the group runs the consumer protocol (KIP-848); the classic state
+        # then stays Empty, without classic members.
+        self.consumer: consumer_group.ConsumerGroup | None = None
+
+    @property
+    def group_type(self) -> str:
+        return CLASSIC if self.consumer is None else CONSUMER
+
+    def state_name(self) -> str:
+        """The state as ListGroups and the describe APIs name it, of either protocol."""
+        return self.state.value if self.consumer is None else self.consumer.state.value
+
+    def member_count(self) -> int:
+        """Members of either protocol."""
+        return len(self.members) + (len(self.consumer.members) if self.consumer else 0)
+
+    def is_empty(self) -> bool:
+        """No members of either protocol (offsets may expire, the group may go)."""
+        return (
+            self.state == states.GroupState.EMPTY
+            and not self.members
+            and (self.consumer is None or not self.consumer.members)
+        )
 
     def transition(self, state: states.GroupState, now_ms: int) -> None:
         """Move to `state`; raises InvalidTransition outside Kafka's table."""
@@ -146,4 +178,4 @@ class Group:
 
     def is_empty_husk(self) -> bool:
         """Nothing worth keeping: no members, no offsets, never had a protocol."""
-        return not self.members and not self.offsets and self.protocol_type is None
+        return self.is_empty() and not self.offsets and self.protocol_type is None

@@ -11,23 +11,64 @@ are answered once the write is committed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from kio.schema.errors import ErrorCode
 
-from strom.coordinator import classic, offsets, offsets_log, rebalance, runtime, states
+from strom.coordinator import (
+    classic,
+    classic_members,
+    consumer,
+    consumer_group,
+    offsets,
+    offsets_log,
+    rebalance,
+    runtime,
+    states,
+)
 from strom.coordinator import group as group_model
 
 
 class GroupCoordinator:
     def __init__(
-        self, config: group_model.CoordinatorConfig, store: offsets_log.OffsetsLog
+        self,
+        config: group_model.CoordinatorConfig,
+        store: offsets_log.OffsetsLog,
+        *,
+        group_session_timeout_ms: Callable[[str], int] | None = None,
+        group_heartbeat_interval_ms: Callable[[str], int] | None = None,
     ) -> None:
+        """`group_session_timeout_ms` / `group_heartbeat_interval_ms`: a group's own
+        consumer.session.timeout.ms / consumer.heartbeat.interval.ms (GROUP config
+        resources) over the broker's; without them, the broker's for every group."""
         self.config = config
+        self._group_session_timeout_ms = group_session_timeout_ms
+        self._group_heartbeat_interval_ms = group_heartbeat_interval_ms
         self.groups: dict[str, group_model.Group] = {}
         self._runtime = runtime.Runtime(store)
         self._classic = classic.ClassicProtocol(self.groups, config, self._runtime)
         self._offsets = offsets.OffsetManager(self.groups, config, self._runtime)
+        self._consumer = consumer.ConsumerProtocol(
+            self.groups,
+            config,
+            self._runtime,
+            session_timeout_ms=self.effective_session_timeout_ms,
+            heartbeat_interval_ms=self.effective_heartbeat_interval_ms,
+        )
+        self._classic_members = classic_members.ClassicMembers(self._consumer, config)
+
+    # Group-level overrides of the broker's settings (consumer.session.timeout.ms and
+    # consumer.heartbeat.interval.ms as GROUP config resources): read here only.
+
+    def effective_session_timeout_ms(self, group_id: str) -> int:
+        if self._group_session_timeout_ms is None:
+            return self.config.consumer_session_timeout_ms
+        return self._group_session_timeout_ms(group_id)
+
+    def effective_heartbeat_interval_ms(self, group_id: str) -> int:
+        if self._group_heartbeat_interval_ms is None:
+            return self.config.consumer_heartbeat_interval_ms
+        return self._group_heartbeat_interval_ms(group_id)
 
     def load(self, partitions: Iterable[int], now_ms: int) -> None:
         """Coordinate the groups of these `__consumer_offsets` partitions: rebuilt from
@@ -71,7 +112,9 @@ class GroupCoordinator:
         protocols: list[tuple[str, bytes]],
         version: int,
         now_ms: int,
+        topics: consumer.TopicLookup | None = None,
     ) -> group_model.JoinResult:
+        """`topics` finds a topic's id and partitions (for a consumer group's members)."""
         candidate = group_model.Member(
             member_id=member_id,
             group_instance_id=group_instance_id,
@@ -82,9 +125,21 @@ class GroupCoordinator:
             protocol_type=protocol_type,
             protocols=list(protocols),
         )
+        group = self._consumer_group_with_members(group_id)
+        if group is not None:
+            found = topics or consumer_group.NoTopics()
+            return await self._classic_members.join(group, candidate, version, found, now_ms)
         return await self._classic.join(
             group_id=group_id, candidate=candidate, version=version, now_ms=now_ms
         )
+
+    def _consumer_group_with_members(self, group_id: str) -> group_model.Group | None:
+        """The group if it runs the consumer protocol with members: classic requests are
+        then served by its classic members' rules (an Empty one turns classic on a join)."""
+        group = self.groups.get(group_id)
+        if group is None or group.consumer is None or not group.consumer.members:
+            return None
+        return group
 
     async def sync(
         self,
@@ -98,6 +153,17 @@ class GroupCoordinator:
         assignments: list[tuple[str, bytes]],
         now_ms: int,
     ) -> group_model.SyncResult:
+        group = self._consumer_group_with_members(group_id)
+        if group is not None:
+            return self._classic_members.sync(
+                group,
+                generation_id=generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                protocol_type=protocol_type,
+                protocol_name=protocol_name,
+                now_ms=now_ms,
+            )
         return await self._classic.sync(
             group_id=group_id,
             generation_id=generation_id,
@@ -118,6 +184,15 @@ class GroupCoordinator:
         group_instance_id: str | None,
         now_ms: int,
     ) -> ErrorCode:
+        group = self._consumer_group_with_members(group_id)
+        if group is not None:
+            return self._classic_members.heartbeat(
+                group,
+                generation_id=generation_id,
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                now_ms=now_ms,
+            )
         return self._classic.heartbeat(
             group_id=group_id,
             generation_id=generation_id,
@@ -129,11 +204,23 @@ class GroupCoordinator:
     def leave(
         self, group_id: str, leaving: list[tuple[str, str | None]], now_ms: int
     ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
+        group = self._consumer_group_with_members(group_id)
+        if group is not None:
+            return self._classic_members.leave(group, leaving, now_ms)
         return self._classic.leave(group_id, leaving, now_ms)
 
     def tick(self, now_ms: int) -> None:
         """Expire sessions, pending members and rebalance timeouts due at `now_ms`."""
         self._classic.tick(now_ms)
+        self._consumer.tick(now_ms)
+
+    # The consumer protocol (KIP-848) -------------------------------------------------
+
+    async def consumer_heartbeat(
+        self, request: consumer.Heartbeat, topics: consumer.TopicLookup, now_ms: int
+    ) -> consumer.HeartbeatResult:
+        """ConsumerGroupHeartbeat; `topics` finds a subscribed topic's id and partitions."""
+        return await self._consumer.heartbeat(request, topics, now_ms)
 
     # Offsets -------------------------------------------------------------------------
 
@@ -146,8 +233,10 @@ class GroupCoordinator:
         group_instance_id: str | None,
         offsets: list[tuple[str, int, int, int, str | None]],
         now_ms: int,
+        api_version: int = 9,
     ) -> ErrorCode | dict[tuple[str, int], ErrorCode]:
-        """Commit (topic, partition, offset, leader epoch, metadata) entries.
+        """Commit (topic, partition, offset, leader epoch, metadata) entries;
+        `generation_id` is the member epoch of a consumer-protocol group.
 
         Returns one error for the whole request, or an error per partition."""
         return await self._offsets.commit(
@@ -157,13 +246,19 @@ class GroupCoordinator:
             group_instance_id=group_instance_id,
             offsets=offsets,
             now_ms=now_ms,
+            api_version=api_version,
         )
 
     def fetch_offsets(
-        self, group_id: str, wanted: list[tuple[str, int]] | None
-    ) -> dict[tuple[str, int], group_model.CommittedOffset | None]:
-        """Committed offsets of `wanted` partitions (None: all the group has)."""
-        return self._offsets.fetch(group_id, wanted)
+        self,
+        group_id: str,
+        wanted: list[tuple[str, int]] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> ErrorCode | dict[tuple[str, int], group_model.CommittedOffset | None]:
+        """Committed offsets of `wanted` partitions (None: all the group has), or why a
+        consumer-protocol member may not fetch them."""
+        return self._offsets.fetch(group_id, wanted, member_id, member_epoch)
 
     async def delete_offsets(
         self, group_id: str, partitions: list[tuple[str, int]], now_ms: int
@@ -186,7 +281,7 @@ class GroupCoordinator:
             g
             for g in self.groups.values()
             if g.state != states.GroupState.DEAD
-            and (not states_filter or g.state.value.lower() in states_filter)
+            and (not states_filter or g.state_name().lower() in states_filter)
         ]
 
     async def delete_groups(self, group_ids: list[str], now_ms: int) -> dict[str, ErrorCode]:
@@ -196,7 +291,7 @@ class GroupCoordinator:
             group = self.groups.get(group_id)
             if group is None or group.state == states.GroupState.DEAD:
                 results[group_id] = ErrorCode.group_id_not_found
-            elif group.state != states.GroupState.EMPTY:
+            elif not group.is_empty():
                 results[group_id] = ErrorCode.non_empty_group
             else:
                 results[group_id] = ErrorCode.none

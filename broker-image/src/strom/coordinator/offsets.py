@@ -13,13 +13,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kio.schema.consumer_protocol_subscription import v0, v1, v2, v3
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_reader
-from kio.serial.errors import SerialError
 
+from strom.coordinator import consumer_records, embedded_protocol, offsets_log, runtime, states
 from strom.coordinator import group as group_model
-from strom.coordinator import offsets_log, runtime, states
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +26,6 @@ Group = group_model.Group
 Key = tuple[str, int]
 # (topic, partition, offset, leader epoch, metadata)
 Commit = tuple[str, int, int, int, str | None]
-
-_SUBSCRIPTION_READERS = [
-    entity_reader(version.ConsumerProtocolSubscription) for version in (v0, v1, v2, v3)
-]
 
 
 class OffsetManager:
@@ -55,12 +48,19 @@ class OffsetManager:
         group_instance_id: str | None,
         offsets: list[Commit],
         now_ms: int,
+        api_version: int = 9,
     ) -> ErrorCode | dict[Key, ErrorCode]:
-        """Returns one error for the whole request, or an error per partition."""
+        """Returns one error for the whole request, or an error per partition.
+
+        `generation_id` is the member epoch for a consumer-protocol group."""
         if not group_id:
             return ErrorCode.invalid_group_id
         group = self.groups.get(group_id)
-        if group is None or group.state == State.DEAD:
+        if group is not None and group.consumer is not None:
+            error = group.consumer.commit_error(member_id, generation_id, api_version)
+            if error != ErrorCode.none:
+                return error
+        elif group is None or group.state == State.DEAD:
             if generation_id >= 0:
                 return ErrorCode.illegal_generation
             # a commit from outside the group's protocol: admin tools, assign() users
@@ -106,10 +106,19 @@ class OffsetManager:
         return errors
 
     def fetch(
-        self, group_id: str, wanted: list[Key] | None
-    ) -> dict[Key, group_model.CommittedOffset | None]:
-        """Committed offsets of `wanted` partitions (None: all the group has)."""
+        self,
+        group_id: str,
+        wanted: list[Key] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
+    ) -> ErrorCode | dict[Key, group_model.CommittedOffset | None]:
+        """Committed offsets of `wanted` partitions (None: all the group has), or the
+        error of a consumer-protocol member that may not fetch (OffsetFetch v9+)."""
         group = self.groups.get(group_id)
+        if group is not None and group.consumer is not None:
+            error = group.consumer.fetch_error(member_id, member_epoch)
+            if error != ErrorCode.none:
+                return error
         stored = group.offsets if group is not None else {}
         if wanted is None:
             return dict(stored)
@@ -145,7 +154,7 @@ class OffsetManager:
         retention = self.config.offsets_retention_ms
         drops = []
         for group in list(self.groups.values()):
-            if group.state != State.EMPTY:
+            if not group.is_empty():
                 continue
             expired = [
                 key
@@ -215,18 +224,16 @@ class _Drop:
         group = self._group = self._groups.get(self._group_id)
         if group is None:
             return []
-        if self._admin_delete and group.state != State.EMPTY:
+        if self._admin_delete and not group.is_empty():
             self.refused = True  # a member joined since DeleteGroups looked
             return []
         self._dropping = list(group.offsets) if self._keys is None else self._keys
-        self._delete_group = (
-            group.state == State.EMPTY
-            and not group.members
-            and group.offsets.keys() <= set(self._dropping)
-        )
+        self._delete_group = group.is_empty() and group.offsets.keys() <= set(self._dropping)
         out = runtime.offset_tombstones(self._group_id, self._dropping)
         if self._delete_group:
             out.append(runtime.group_tombstone(self._group_id))
+            if group.consumer is not None:
+                out += consumer_records.group_tombstones(self._group_id)
         return out
 
     def apply(self) -> None:
@@ -235,34 +242,20 @@ class _Drop:
             return
         for key in self._dropping:
             group.offsets.pop(key, None)
-        if self._delete_group and group.state == State.EMPTY and not group.members:
+        if self._delete_group and group.is_empty():
             group.offsets.clear()
             group.transition(State.DEAD, group.state_timestamp_ms)
             del self._groups[self._group_id]
 
 
 def _subscribed_topics(group: Group) -> set[str]:
+    if group.consumer is not None:
+        return group.consumer.subscribed_topic_names()
     if group.state == State.EMPTY or group.protocol_type != CONSUMER_PROTOCOL:
         return set()
     topics: set[str] = set()
     for member in group.members.values():
-        topics |= subscribed_topics(member.metadata_for(group.protocol_name or ""))
+        topics |= embedded_protocol.subscribed_topics(
+            member.metadata_for(group.protocol_name or "")
+        )
     return topics
-
-
-def subscribed_topics(metadata: bytes) -> set[str]:
-    """The topics of a ConsumerProtocolSubscription (v0-3; a later version is read as
-    v3, as Kafka's consumer does). Unreadable metadata subscribes to nothing."""
-    if len(metadata) < 2:
-        return set()
-    version = int.from_bytes(metadata[:2], "big", signed=True)
-    if version < 0:
-        log.debug("consumer subscription of version %d ignored", version)
-        return set()
-    reader = _SUBSCRIPTION_READERS[min(version, len(_SUBSCRIPTION_READERS) - 1)]
-    try:
-        subscription, _ = reader(metadata, 2)
-    except SerialError as error:
-        log.debug("unreadable consumer subscription (%d bytes): %s", len(metadata), error)
-        return set()
-    return set(subscription.topics)

@@ -18,8 +18,8 @@ import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from strom.coordinator import consumer_records, offsets_log, offsets_records, states
 from strom.coordinator import group as group_model
-from strom.coordinator import offsets_log, offsets_records, states
 
 log = logging.getLogger(__name__)
 
@@ -193,6 +193,14 @@ def replay(groups: dict[str, group_model.Group], entries: Iterable[Entry], now_m
     """Apply `__consumer_offsets` records in log order (later records win), then drop
     groups left with nothing."""
     for key_bytes, value in entries:
+        if consumer_records.is_consumer_key(key_bytes):
+            try:
+                consumer_records.replay(
+                    groups, key_bytes, value, lambda group_id: group_for(groups, group_id, now_ms)
+                )
+            except Exception as error:  # kio's reader raises several types on bad bytes
+                log.warning("skipping unreadable consumer group record: %s", error)
+            continue
         try:
             key = offsets_records.parse_key(key_bytes)
             if isinstance(key, offsets_records.OffsetKey):
@@ -232,6 +240,7 @@ def _restore_group(
     now_ms: int,
 ) -> None:
     group = group_for(groups, group_id, now_ms)
+    group.consumer = None  # written after the group left the consumer protocol
     group.generation_id = stored.generation_id
     group.protocol_type = stored.protocol_type or None
     group.protocol_name = stored.protocol_name

@@ -66,6 +66,8 @@ class ApiKey(enum.IntEnum):
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
     ALLOCATE_PRODUCER_IDS = 67
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
     LIST_CONFIG_RESOURCES = 74
     DESCRIBE_TOPIC_PARTITIONS = 75
 
@@ -112,7 +114,14 @@ SUPPORTED_VERSIONS: VersionTable = {
     ApiKey.DESCRIBE_CLUSTER: (0, 2),  # v2: include_fenced_brokers, is_fenced
     ApiKey.LIST_CONFIG_RESOURCES: (0, 1),  # v0: ListClientMetricsResources
     ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
 }
+
+# Advertised only while group.coordinator.rebalance.protocols includes `consumer`.
+CONSUMER_PROTOCOL_APIS = frozenset(
+    {ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE}
+)
 
 # What a Kafka 4 controller answers on its controller listener, of what Strom serves there:
 # the quorum's own RPCs (Fetch here is the Raft Fetch of `__cluster_metadata`, decoded by

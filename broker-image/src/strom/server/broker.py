@@ -149,12 +149,23 @@ class Broker:
                 max_group_size=config.group_max_size,
                 offsets_retention_ms=config.offsets_retention_ms,
                 offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+                consumer_protocol_enabled=config.group_consumer_protocol_enabled,
+                consumer_heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+                consumer_session_timeout_ms=config.group_consumer_session_timeout_ms,
+                consumer_assignors=tuple(config.group_consumer_assignors),
+                consumer_migration_policy=config.group_consumer_migration_policy,
             ),
             store=offsets_log.PartitionsOffsetsLog(
                 partition_count=self.offsets_topic.partition_count,
                 create=self._create_offsets_topic,
                 append_batch=self._append_offsets_batch,
                 read_chunks=lambda index: self.replicas.log_chunks(topics.OFFSETS_TOPIC, index),
+            ),
+            group_session_timeout_ms=lambda group_id: (
+                self.configs.group(group_id).consumer_session_timeout_ms
+            ),
+            group_heartbeat_interval_ms=lambda group_id: (
+                self.configs.group(group_id).consumer_heartbeat_interval_ms
             ),
         )
         self.producer_ids = producer_ids.ProducerIdManager(
@@ -273,7 +284,7 @@ class Broker:
                 if partition is not None:
                     behind = max(partition.high_watermark - committed.offset, 0)
                     offsets.append((topic, index, committed.offset, behind))
-            rows.append((group.group_id, group.state.value, len(group.members), offsets))
+            rows.append((group.group_id, group.state_name(), group.member_count(), offsets))
         return rows
 
     def _replication_counts(self) -> broker_metrics.ReplicationCounts:

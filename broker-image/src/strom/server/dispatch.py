@@ -20,6 +20,7 @@ from strom.server.handlers import (
     cluster_info,
     config_resources,
     configs,
+    consumer_groups,
     elections,
     fetching,
     forwarding,
@@ -83,6 +84,8 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
     apis.ApiKey.LIST_GROUPS: groups.handle_list_groups,
     apis.ApiKey.DESCRIBE_GROUPS: groups.handle_describe_groups,
     apis.ApiKey.DELETE_GROUPS: groups.handle_delete_groups,
+    apis.ApiKey.CONSUMER_GROUP_HEARTBEAT: consumer_groups.handle_consumer_group_heartbeat,
+    apis.ApiKey.CONSUMER_GROUP_DESCRIBE: consumer_groups.handle_consumer_group_describe,
 }
 
 assert set(HANDLERS) == set(apis.SUPPORTED_VERSIONS), "advertise exactly what is handled"

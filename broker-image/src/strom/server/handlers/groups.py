@@ -8,12 +8,13 @@ functions translate between its calls and every version of the messages.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kio.schema.errors import ErrorCode
 
 from strom.cluster import topics
-from strom.coordinator import offsets_records
+from strom.coordinator import consumer_group, offsets_records
 from strom.coordinator import states as group_states
 from strom.protocol import apis, shaping
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
-_CLASSIC = "classic"
+CONSUMER_PROTOCOL = "consumer"  # the protocol type of consumers' groups
 
 
 def coordinator_of(broker: BrokerContext, group_id: str) -> int | None:
@@ -34,6 +35,26 @@ def coordinator_of(broker: BrokerContext, group_id: str) -> int | None:
         return None
     index = offsets_records.partition_for(group_id, offsets_topic.partition_count)
     return offsets_topic.partitions[index].leader
+
+
+class _ImageTopics:
+    """The topics of the metadata image of now, as the coordinator looks them up."""
+
+    def __init__(self, image: Any) -> None:
+        self._image = image
+
+    def __call__(self, name: str) -> consumer_group.TopicMetadata | None:
+        topic = self._image.topics.get(name)
+        if topic is None:
+            return None
+        return consumer_group.TopicMetadata(topic.topic_id, topic.partition_count)
+
+    def names(self) -> Iterable[str]:
+        return (name for name in self._image.topics if name not in topics.INTERNAL_TOPICS)
+
+
+def topic_lookup(broker: BrokerContext) -> consumer_group.TopicLookup:
+    return _ImageTopics(broker.image)
 
 
 def _elsewhere(broker: BrokerContext, group_id: str) -> bool:
@@ -153,6 +174,7 @@ async def handle_join_group(
         protocols=_protocols(body),
         version=request.header.api_version,
         now_ms=broker.clock.time_ms(),
+        topics=topic_lookup(broker),
     )
     return _response(
         request,
@@ -272,6 +294,7 @@ async def handle_offset_commit(
             group_instance_id=getattr(body, "group_instance_id", None),
             offsets=wanted,
             now_ms=broker.clock.time_ms(),
+            api_version=request.header.api_version,
         )
     topics = []
     for topic in body.topics:
@@ -294,13 +317,21 @@ def _partition_exists(broker: BrokerContext, topic: str, index: int) -> bool:
     return known is not None and index in known.partitions
 
 
-def _fetched_group(broker: BrokerContext, group_id: str, topics: Any) -> dict[str, Any]:
+def _fetched_group(
+    broker: BrokerContext,
+    group_id: str,
+    topics: Any,
+    member_id: str | None = None,
+    member_epoch: int = -1,
+) -> dict[str, Any]:
     if _elsewhere(broker, group_id):
         return {"group_id": group_id, "error_code": ErrorCode.not_coordinator, "topics": ()}
     wanted: list[tuple[str, int]] | None = None
     if topics is not None:
         wanted = [(str(t.name), int(i)) for t in topics for i in t.partition_indexes]
-    committed = broker.groups.fetch_offsets(group_id, wanted)
+    committed = broker.groups.fetch_offsets(group_id, wanted, member_id, member_epoch)
+    if isinstance(committed, ErrorCode):
+        return {"group_id": group_id, "error_code": committed, "topics": ()}
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), offset in committed.items():
         by_topic.setdefault(topic, []).append(
@@ -326,7 +357,18 @@ async def handle_offset_fetch(
     if hasattr(body, "groups"):  # v8+: several groups per request
         return _response(
             request,
-            {"groups": [_fetched_group(broker, str(g.group_id), g.topics) for g in body.groups]},
+            {
+                "groups": [
+                    _fetched_group(
+                        broker,
+                        str(g.group_id),
+                        g.topics,
+                        getattr(g, "member_id", None),  # v9+: a consumer-protocol member
+                        int(getattr(g, "member_epoch", -1)),
+                    )
+                    for g in body.groups
+                ]
+            },
         )
     return _response(request, _fetched_group(broker, str(body.group_id), body.topics))
 
@@ -364,17 +406,16 @@ async def handle_list_groups(
     body = request.body
     states = {str(s).lower() for s in getattr(body, "states_filter", ()) or ()}
     types = {str(t).lower() for t in getattr(body, "types_filter", ()) or ()}
-    groups = []
-    if not types or _CLASSIC in types:
-        groups = [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type or "",
-                "group_state": g.state.value,
-                "group_type": _CLASSIC,
-            }
-            for g in broker.groups.list_groups(states or None)
-        ]
+    groups = [
+        {
+            "group_id": g.group_id,
+            "protocol_type": g.protocol_type or "" if g.consumer is None else CONSUMER_PROTOCOL,
+            "group_state": g.state_name(),
+            "group_type": g.group_type,
+        }
+        for g in broker.groups.list_groups(states or None)
+        if not types or g.group_type in types
+    ]
     return _response(request, {"error_code": ErrorCode.none, "groups": groups})
 
 
@@ -397,12 +438,14 @@ async def handle_describe_groups(
                 }
             )
             continue
-        if group is None:
+        if group is None or group.consumer is not None:
+            # A consumer-protocol group is not there for the classic API, as in Kafka.
             missing = request.header.api_version >= 6
+            reason = "not found" if group is None else "is not a classic group"
             described.append(
                 {
                     "error_code": ErrorCode.group_id_not_found if missing else ErrorCode.none,
-                    "error_message": f"Group {group_id} not found." if missing else None,
+                    "error_message": f"Group {group_id} {reason}." if missing else None,
                     "group_id": group_id,
                     "group_state": group_states.GroupState.DEAD.value,
                     "protocol_type": "",

@@ -20,12 +20,15 @@ def api_versions_handler(
     async def handle_api_versions(
         broker: BrokerContext, request: apis.Request, request_context: RequestContext
     ) -> Any:
+        served = versions
+        if not broker.groups.config.consumer_protocol_enabled:
+            served = {k: v for k, v in versions.items() if k not in apis.CONSUMER_PROTOCOL_APIS}
         response_type = apis.response_class(request.header.api_key, request.header.api_version)
         return shaping.build(
             response_type,
             {
                 "error_code": 0,
-                "api_keys": apis.api_versions_entries(versions),
+                "api_keys": apis.api_versions_entries(served),
                 "throttle_time": 0,
             },
         )
