@@ -33,6 +33,7 @@ class RefusingLeader:
         answer = SimpleNamespace(partition_index=wanted["partition"], error_code=self.error)
         return SimpleNamespace(
             error_code=0,
+            session_id=0,  # keeps no fetch session: every fetch is a full one
             responses=[SimpleNamespace(topic=topic["topic"], partitions=[answer])],
         )
 

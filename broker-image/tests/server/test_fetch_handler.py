@@ -1,9 +1,9 @@
 """Fetch through the real dispatcher, as bytes on the wire: the response names each topic
 as the request did (by id from v13, by name before) and holds only what was asked for.
 
-Strom keeps no fetch sessions, so every fetch is a full one to the Java client, which drops
-an answer holding a topic id or partition it did not ask for (FetchSessionHandler's
-verifyFullFetchResponsePartitions).
+These fetches are sessionless (epoch -1), so each is a full one to the Java client, which
+drops an answer holding a topic id or partition it did not ask for (FetchSessionHandler's
+verifyFullFetchResponsePartitions). Sessions: test_fetch_session_handler.py.
 """
 
 from __future__ import annotations
