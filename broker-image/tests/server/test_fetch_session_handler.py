@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from broker_calls import consumer_fetch
 from kio.schema.errors import ErrorCode
 from strom.protocol import apis, outbound
 from strom.records import batches
@@ -59,20 +60,12 @@ class Consumer:
             }
             for index, offset in offsets.items()
         ]
-        body = {
-            "replica_id": -1,
-            "max_wait": 0,
-            "min_bytes": 1,
-            "max_bytes": 1 << 20,
-            "isolation_level": 0,
-            "session_id": session_id,
-            "session_epoch": epoch,
-            "topics": [{**self.topic, "partitions": partitions}] if partitions else [],
-            "forgotten_topics_data": (
-                [{**self.topic, "partitions": list(forgotten)}] if forgotten else []
-            ),
-            "rack_id": "",
-        }
+        body = consumer_fetch(
+            [{**self.topic, "partitions": partitions}] if partitions else [],
+            session_id=session_id,
+            epoch=epoch,
+            forgotten=[{**self.topic, "partitions": list(forgotten)}] if forgotten else [],
+        )
         # Encoded as a client would and dispatched; the answer is not encoded, as its
         # records are file regions (sent with sendfile).
         frame = outbound.encode_request(outbound.Draft(FETCH, body).at(self.version), 3, "t")
