@@ -4,11 +4,14 @@ nothing new; with one cache slot two Java consumers evict each other's sessions,
 FETCH_SESSION_ID_NOT_FOUND and recover with a full fetch; librdkafka, which does not use
 sessions (it always sends session id 0, epoch -1), is served sessionless fetches; followers
 of a 3-node cluster fetch from their leaders in sessions and stay in sync. Every consumer
-reads every record exactly once. The broker's metrics tell which fetches were which.
+reads every record exactly once. The broker's metrics tell which fetches were which. The
+session rules on the wire (a new session, an incremental fetch with nothing new, a stale
+epoch, an unknown id, closing) are checked against Apache Kafka too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
@@ -18,10 +21,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import wire_requests
+from apache_kafka import ApacheKafka
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from java_peers import JavaPeers
+from java_peers import PEERS_DIR, JavaPeers
+from kio.schema.errors import ErrorCode
 from prometheus_client.parser import text_string_to_metric_families
+from strom.protocol import apis, outbound
 from strom_cluster import StromCluster
 from strom_process import StromProcess
 from waiting import wait_until
@@ -298,3 +305,86 @@ def test_followers_fetch_in_sessions_and_stay_in_sync(tmp_path: Path, topic: str
         assert all(metric(node, "strom_isr_shrinks_total") == 0 for node in nodes)
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+def kafka(tmp_path: Path, java_peers: JavaPeers) -> Iterator[ApacheKafka]:
+    if not any((PEERS_DIR / "lib").glob("kafka_2.13-*.jar")):
+        pytest.skip("Apache Kafka's broker jars are not installed: run e2e/peers/install.sh java")
+    node = ApacheKafka(tmp_path, java_peers)
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
+
+
+def session_fetch(
+    topic: str, session_id: int, epoch: int, offsets: dict[int, int]
+) -> outbound.Draft:
+    """A consumer's Fetch (v12: topics by name) in a session, naming `offsets`' partitions."""
+    partitions = [
+        {
+            "partition": index,
+            "current_leader_epoch": -1,
+            "fetch_offset": offset,
+            "last_fetched_epoch": -1,
+            "log_start_offset": -1,
+            "partition_max_bytes": 1 << 20,
+        }
+        for index, offset in offsets.items()
+    ]
+    return outbound.Draft(
+        apis.ApiKey.FETCH,
+        {
+            "replica_id": -1,
+            "max_wait": 0,
+            "min_bytes": 0,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": session_id,
+            "session_epoch": epoch,
+            "topics": [{"topic": topic, "partitions": partitions}] if partitions else [],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )
+
+
+@pytest.mark.parametrize("broker_kind", ["kafka", "strom"])
+def test_session_rules_on_the_wire_as_kafka(
+    broker_kind: str, request: pytest.FixtureRequest, topic: str
+) -> None:
+    """The same requests to Apache Kafka and to Strom get the same answers."""
+    if broker_kind == "kafka":
+        bootstrap = request.getfixturevalue("kafka").bootstrap
+    else:
+        broker = request.getfixturevalue("strom_factory")()
+        broker.start()
+        bootstrap = broker.bootstrap
+    port = int(bootstrap.rsplit(":", 1)[1])
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(60)
+    producer = Producer({"bootstrap.servers": bootstrap})
+
+    def fetch(session_id: int, epoch: int, offsets: dict[int, int]) -> tuple[int, int, list[int]]:
+        response = asyncio.run(
+            wire_requests.send(port, session_fetch(topic, session_id, epoch, offsets), 12)
+        )
+        answered = [int(p.partition_index) for t in response.responses for p in t.partitions]
+        return ErrorCode(response.error_code), int(response.session_id), answered
+
+    producer.produce(topic, b"first", partition=0)
+    assert producer.flush(30) == 0
+    error, session_id, answered = fetch(0, 0, {0: 0, 1: 0, 2: 0})
+    assert (error, sorted(answered)) == (ErrorCode.none, [0, 1, 2]) and session_id != 0
+    # partition 0 read to its end: only its new offset is sent, and nothing is new
+    assert fetch(session_id, 1, {0: 1}) == (ErrorCode.none, session_id, [])
+    assert fetch(session_id, 1, {}) == (ErrorCode.invalid_fetch_session_epoch, 0, [])
+    assert fetch(session_id + 1, 2, {}) == (ErrorCode.fetch_session_id_not_found, 0, [])
+    producer.produce(topic, b"second", partition=2)
+    assert producer.flush(30) == 0
+    assert fetch(session_id, 2, {}) == (ErrorCode.none, session_id, [2])
+    # epoch -1 closes the session: a sessionless fetch, and the session is gone
+    assert fetch(session_id, -1, {1: 0}) == (ErrorCode.none, 0, [1])
+    assert fetch(session_id, 3, {}) == (ErrorCode.fetch_session_id_not_found, 0, [])
