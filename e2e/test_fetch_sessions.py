@@ -28,7 +28,6 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from java_peers import PEERS_DIR, JavaPeers
 from kio.schema.errors import ErrorCode
 from prometheus_client.parser import text_string_to_metric_families
-from strom.protocol import apis, outbound
 from strom_cluster import StromCluster
 from strom_process import StromProcess
 from waiting import wait_until
@@ -319,38 +318,6 @@ def kafka(tmp_path: Path, java_peers: JavaPeers) -> Iterator[ApacheKafka]:
         node.stop()
 
 
-def session_fetch(
-    topic: str, session_id: int, epoch: int, offsets: dict[int, int]
-) -> outbound.Draft:
-    """A consumer's Fetch (v12: topics by name) in a session, naming `offsets`' partitions."""
-    partitions = [
-        {
-            "partition": index,
-            "current_leader_epoch": -1,
-            "fetch_offset": offset,
-            "last_fetched_epoch": -1,
-            "log_start_offset": -1,
-            "partition_max_bytes": 1 << 20,
-        }
-        for index, offset in offsets.items()
-    ]
-    return outbound.Draft(
-        apis.ApiKey.FETCH,
-        {
-            "replica_id": -1,
-            "max_wait": 0,
-            "min_bytes": 0,
-            "max_bytes": 1 << 20,
-            "isolation_level": 0,
-            "session_id": session_id,
-            "session_epoch": epoch,
-            "topics": [{"topic": topic, "partitions": partitions}] if partitions else [],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        },
-    )
-
-
 @pytest.mark.parametrize("broker_kind", ["kafka", "strom"])
 def test_session_rules_on_the_wire_as_kafka(
     broker_kind: str, request: pytest.FixtureRequest, topic: str
@@ -369,7 +336,11 @@ def test_session_rules_on_the_wire_as_kafka(
 
     def fetch(session_id: int, epoch: int, offsets: dict[int, int]) -> tuple[int, int, list[int]]:
         response = asyncio.run(
-            wire_requests.send(port, session_fetch(topic, session_id, epoch, offsets), 12)
+            wire_requests.send(
+                port,
+                wire_requests.consumer_fetch(topic, offsets, session_id=session_id, epoch=epoch),
+                12,  # topics by name
+            )
         )
         answered = [int(p.partition_index) for t in response.responses for p in t.partitions]
         return ErrorCode(response.error_code), int(response.session_id), answered
