@@ -22,10 +22,9 @@ from pathlib import Path
 
 import pytest
 import wire_requests
-from apache_kafka import ApacheKafka
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from java_peers import PEERS_DIR, JavaPeers
+from java_peers import JavaPeers
 from kio.schema.errors import ErrorCode
 from prometheus_client.parser import text_string_to_metric_families
 from strom_cluster import StromCluster
@@ -304,18 +303,6 @@ def test_followers_fetch_in_sessions_and_stay_in_sync(tmp_path: Path, topic: str
         assert all(metric(node, "strom_isr_shrinks_total") == 0 for node in nodes)
     finally:
         cluster.stop()
-
-
-@pytest.fixture
-def kafka(tmp_path: Path, java_peers: JavaPeers) -> Iterator[ApacheKafka]:
-    if not any((PEERS_DIR / "lib").glob("kafka_2.13-*.jar")):
-        pytest.skip("Apache Kafka's broker jars are not installed: run e2e/peers/install.sh java")
-    node = ApacheKafka(tmp_path, java_peers)
-    try:
-        node.start()
-        yield node
-    finally:
-        node.stop()
 
 
 @pytest.mark.parametrize("broker_kind", ["kafka", "strom"])
