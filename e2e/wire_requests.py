@@ -33,9 +33,35 @@ async def send(
 def fetch_from_start(topic: str, topic_id: uuid.UUID | None = None) -> outbound.Draft:
     """A consumer's Fetch of partition 0 of `topic` from offset 0 (up to 1 MiB), named by
     name (and by id from v13 on, when `topic_id` is given)."""
+    return consumer_fetch(topic, {0: 0}, topic_id=topic_id)
+
+
+def consumer_fetch(
+    topic: str,
+    offsets: dict[int, int],
+    *,
+    topic_id: uuid.UUID | None = None,
+    session_id: int = 0,
+    epoch: int = -1,
+) -> outbound.Draft:
+    """A consumer's Fetch of `topic`'s partitions from the given offsets (up to 1 MiB
+    each), waiting for nothing: sessionless unless given a fetch session's id and epoch
+    (KIP-227). A session's incremental fetch names only what changed: `offsets` may be
+    empty."""
     named: dict[str, Any] = {"topic": topic}
     if topic_id is not None:
         named["topic_id"] = topic_id
+    partitions = [
+        {
+            "partition": index,
+            "current_leader_epoch": -1,
+            "fetch_offset": offset,
+            "last_fetched_epoch": -1,
+            "log_start_offset": -1,
+            "partition_max_bytes": 1 << 20,
+        }
+        for index, offset in offsets.items()
+    ]
     return outbound.Draft(
         apis.ApiKey.FETCH,
         {
@@ -44,23 +70,9 @@ def fetch_from_start(topic: str, topic_id: uuid.UUID | None = None) -> outbound.
             "min_bytes": 0,
             "max_bytes": 1 << 20,
             "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    **named,
-                    "partitions": [
-                        {
-                            "partition": 0,
-                            "current_leader_epoch": -1,
-                            "fetch_offset": 0,
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": 1 << 20,
-                        }
-                    ],
-                }
-            ],
+            "session_id": session_id,
+            "session_epoch": epoch,
+            "topics": [{**named, "partitions": partitions}] if partitions else [],
             "forgotten_topics_data": [],
             "rack_id": "",
         },

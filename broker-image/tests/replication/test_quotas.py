@@ -191,7 +191,7 @@ class ScriptedLeader:
             topics.append(SimpleNamespace(topic=topic["topic"], partitions=answers))
         self.fetches.append(asked)
         self.fetched.set()
-        return SimpleNamespace(error_code=0, responses=topics)
+        return SimpleNamespace(error_code=0, session_id=0, responses=topics)  # no sessions
 
     async def close(self) -> None:
         pass

@@ -65,3 +65,26 @@ async def call(
     _, header_size = entity_reader(response_type.__header_schema__)(data, 4)
     body_read, _ = entity_reader(response_type)(data, 4 + header_size)
     return body_read
+
+
+def consumer_fetch(
+    topics: list[dict[str, Any]],
+    *,
+    session_id: int = 0,
+    epoch: int = -1,
+    forgotten: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A consumer's Fetch body that waits for nothing; sessionless unless given a session
+    id and epoch."""
+    return {
+        "replica_id": -1,
+        "max_wait": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": session_id,
+        "session_epoch": epoch,
+        "topics": topics,
+        "forgotten_topics_data": forgotten or [],
+        "rack_id": "",
+    }

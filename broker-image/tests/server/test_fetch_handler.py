@@ -1,9 +1,9 @@
 """Fetch through the real dispatcher, as bytes on the wire: the response names each topic
 as the request did (by id from v13, by name before) and holds only what was asked for.
 
-Strom keeps no fetch sessions, so every fetch is a full one to the Java client, which drops
-an answer holding a topic id or partition it did not ask for (FetchSessionHandler's
-verifyFullFetchResponsePartitions).
+These fetches are sessionless (epoch -1), so each is a full one to the Java client, which
+drops an answer holding a topic id or partition it did not ask for (FetchSessionHandler's
+verifyFullFetchResponsePartitions). Sessions: test_fetch_session_handler.py.
 """
 
 from __future__ import annotations
@@ -18,23 +18,12 @@ from strom.server import broker as broker_module
 FETCH = 1
 ZERO_UUID = uuid.UUID(int=0)
 
-from broker_calls import call  # noqa: E402
+from broker_calls import call, consumer_fetch  # noqa: E402
 
 
 async def fetch(broker: broker_module.Broker, version: int, topics: list[dict[str, Any]]) -> Any:
     """Encode as a client would, decode, dispatch, encode the answer, decode it again."""
-    body = {
-        "replica_id": -1,
-        "max_wait": 0,
-        "min_bytes": 1,
-        "max_bytes": 1 << 20,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": topics,
-        "forgotten_topics_data": (),
-        "rack_id": "",
-    }
+    body = consumer_fetch(topics)
     return await call(broker, FETCH, version, body)
 
 

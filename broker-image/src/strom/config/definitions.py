@@ -491,6 +491,8 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("replica.fetch.response.max.bytes", _I, "10485760", "Maximum bytes expected for a whole follower fetch response.", AtLeast(0)),
     ConfigDef("replica.socket.timeout.ms", _I, "30000", "Socket timeout for follower fetch requests."),
     ConfigDef("replica.fetch.backoff.ms", _I, "1000", "How long a follower waits before fetching again after an error.", AtLeast(0)),
+    ConfigDef("max.incremental.fetch.session.cache.slots", _I, "1000", "Maximum incremental fetch sessions (KIP-227) the broker keeps.", AtLeast(0)),
+    ConfigDef("min.incremental.fetch.session.eviction.ms", _I, "120000", "Strom: minimum time a fetch session is kept before a session of its own rank may take its slot; unused this long, any new session may. KIP-227 names it; Kafka fixes it at 120000.", AtLeast(0)),
     ConfigDef("num.replica.fetchers", _I, "1", "Fetcher threads per source broker." + _IGNORED, dynamic=True, ignored=True),
     # kafka-reassign-partitions.sh sets (--throttle) and always clears (--verify) these
     ConfigDef("leader.replication.throttled.rate", _L, str(LONG_MAX), "Bytes per second a leader may send to throttled replicas (leader.replication.throttled.replicas) that are not in sync; over it, their fetches get no records until the rate falls.", AtLeast(0), dynamic=True),

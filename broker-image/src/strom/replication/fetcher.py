@@ -8,6 +8,11 @@ where the leader says our log diverges, and starts over at the leader's log star
 ours ends below it. The leader learns from each fetch where our log ends: that is what
 moves its high watermark and keeps us in its ISR.
 
+The fetches run in a fetch session with the leader (KIP-227, fetch_session_builder.py):
+after the first, full, fetch each one sends only the partitions whose fetch offset or
+epochs changed and is answered only for partitions with something new, so a follower of
+many quiet partitions does not send and read them all twice a second.
+
 A partition the follower replication quota throttles (quotas.py) is left out of the
 fetches while the quota is exceeded, unless it has caught up (Kafka's
 shouldFollowerThrottle); its bytes count against the quota as they arrive.
@@ -33,6 +38,7 @@ from strom.network import channel as channels
 from strom.network import errors as network_errors
 from strom.protocol import outbound
 from strom.records import batches
+from strom.replication import fetch_session_builder as sessions
 from strom.replication import partition as partitions
 from strom.replication import quotas
 
@@ -41,7 +47,15 @@ log = logging.getLogger(__name__)
 FETCH = 1
 # How soon a partition is fetched again from a leader that is behind on its epoch.
 SOON_MS = 50
-PartitionKey = tuple[str, int]
+PartitionKey = sessions.PartitionKey
+# Answered by a full fetch at once, without the backoff of other errors.
+SESSION_ERRORS = frozenset(
+    {
+        ErrorCode.fetch_session_id_not_found,
+        ErrorCode.invalid_fetch_session_epoch,
+        ErrorCode.fetch_session_topic_id_error,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +99,7 @@ class ReplicaFetcher:
         self._clock = clock
         self._quota = quota
         self._partitions: dict[PartitionKey, _Followed] = {}
+        self._session = sessions.FetchSessionBuilder()
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -139,48 +154,73 @@ class ReplicaFetcher:
                 await asyncio.wait_for(self._changed.wait(), timeout)
             return
         sent = {(f.partition.topic, f.partition.index): f.partition.leader_epoch for f in ready}
-        request = self._request([f.partition for f in ready])
+        plan = self._session.build({self._key(f): self._partition_fetch(f) for f in ready})
         timeout_s = (self._settings.max_wait_ms + self._settings.socket_timeout_ms) / 1000
         try:
-            response = await self._channel.send(self.source, request, timeout_s=timeout_s)
-        except network_errors.NetworkError as error:
-            log.info("fetch from broker %d failed: %s", self.source, error)
-            await self._clock.sleep(self._settings.backoff_ms / 1000)
-            return
-        if response.error_code != ErrorCode.none:
-            log.warning(
-                "fetch from broker %d: %s", self.source, ErrorCode(response.error_code).name
+            response = await self._channel.send(
+                self.source, self._request(plan), timeout_s=timeout_s
             )
+        except network_errors.NetworkError as failure:
+            log.info("fetch from broker %d failed: %s", self.source, failure)
+            self._session.handle_error()
             await self._clock.sleep(self._settings.backoff_ms / 1000)
             return
         names = {f.partition.topic_id: f.partition.topic for f in ready}
+        answers: list[tuple[PartitionKey, Any]] = []
         for topic in response.responses:
             # v13+ answers by topic id only
             name = str(getattr(topic, "topic", None) or names.get(topic.topic_id, ""))
-            for answer in topic.partitions:
-                key = (name, int(answer.partition_index))
-                followed = self._partitions.get(key)
-                if followed is None or followed.partition.leader_epoch != sent.get(key):
-                    continue  # moved to another leader, or a new epoch, meanwhile
-                self._handle(followed, answer)
+            answers.extend(((name, int(p.partition_index)), p) for p in topic.partitions)
+        error = ErrorCode(response.error_code)
+        if not self._session.handle_response(
+            error, int(response.session_id), (key for key, _ in answers)
+        ):
+            if error in SESSION_ERRORS:
+                log.info(
+                    "fetch session with broker %d: %s; fetching in full", self.source, error.name
+                )
+            else:
+                log.warning("fetch from broker %d: %s", self.source, error.name)
+                await self._clock.sleep(self._settings.backoff_ms / 1000)
+            return
+        for key, answer in answers:
+            followed = self._partitions.get(key)
+            if followed is None or followed.partition.leader_epoch != sent.get(key):
+                continue  # moved to another leader, or a new epoch, meanwhile
+            self._handle(followed, answer)
 
-    def _request(self, followed: list[partitions.Partition]) -> outbound.Draft:
+    def _partition_fetch(self, followed: _Followed) -> sessions.PartitionFetch:
+        partition = followed.partition
+        return sessions.PartitionFetch(
+            topic_id=partition.topic_id,
+            fetch_offset=partition.log_end_offset,
+            current_leader_epoch=partition.leader_epoch,
+            last_fetched_epoch=partition.last_fetched_epoch,
+            log_start_offset=partition.log_start_offset,
+            max_bytes=self._settings.max_bytes,
+        )
+
+    def _request(self, plan: sessions.FetchPlan) -> outbound.Draft:
         topics: dict[str, dict[str, Any]] = {}
-        for partition in followed:
+        for (topic, index), fetch in plan.to_send.items():
             entry = topics.setdefault(
-                partition.topic,
-                {"topic": partition.topic, "topic_id": partition.topic_id, "partitions": []},
+                topic, {"topic": topic, "topic_id": fetch.topic_id, "partitions": []}
             )
             entry["partitions"].append(
                 {
-                    "partition": partition.index,
-                    "current_leader_epoch": partition.leader_epoch,
-                    "fetch_offset": partition.log_end_offset,
-                    "last_fetched_epoch": partition.last_fetched_epoch,
-                    "log_start_offset": partition.log_start_offset,
-                    "partition_max_bytes": self._settings.max_bytes,
+                    "partition": index,
+                    "current_leader_epoch": fetch.current_leader_epoch,
+                    "fetch_offset": fetch.fetch_offset,
+                    "last_fetched_epoch": fetch.last_fetched_epoch,
+                    "log_start_offset": fetch.log_start_offset,
+                    "partition_max_bytes": fetch.max_bytes,
                 }
             )
+        forgotten: dict[str, dict[str, Any]] = {}
+        for (topic, index), topic_id in plan.to_forget:
+            forgotten.setdefault(topic, {"topic": topic, "topic_id": topic_id, "partitions": []})[
+                "partitions"
+            ].append(index)
         return outbound.Draft(
             FETCH,
             {
@@ -194,10 +234,10 @@ class ReplicaFetcher:
                 "min_bytes": self._settings.min_bytes,
                 "max_bytes": self._settings.response_max_bytes,
                 "isolation_level": 0,
-                "session_id": 0,
-                "session_epoch": -1,
+                "session_id": plan.metadata.session_id,
+                "session_epoch": plan.metadata.epoch,
                 "topics": list(topics.values()),
-                "forgotten_topics_data": [],
+                "forgotten_topics_data": list(forgotten.values()),
                 "rack_id": "",
             },
         )

@@ -205,6 +205,7 @@ class Broker:
         self.metrics.watch_groups(self._group_rows)
         self.metrics.watch_replication(self._replication_counts)
         self.metrics.watch_replication_quotas(self._quota_readings)
+        self.metrics.watch_fetch_sessions(self._fetch_session_counts)
 
     @property
     def config(self) -> broker_config.BrokerConfig:
@@ -313,6 +314,12 @@ class Broker:
             isr_shrinks=0 if updates is None else updates.shrinks,
             isr_expands=0 if updates is None else updates.expands,
             max_follower_lag=self.fetchers.max_lag(),
+        )
+
+    def _fetch_session_counts(self) -> broker_metrics.FetchSessionCounts:
+        cache = self.context.fetch_sessions
+        return broker_metrics.FetchSessionCounts(
+            len(cache), cache.partitions_cached, cache.created, cache.evictions
         )
 
     def _quota_readings(self) -> list[broker_metrics.QuotaReading]:

@@ -20,6 +20,7 @@ from strom.coordinator import producer_ids as producer_id_manager
 from strom.replication import partition as partitions
 from strom.replication import replica_manager
 from strom.server import cluster_control as cluster_control_module
+from strom.server import fetch_session_cache
 from strom.server import metrics as broker_metrics
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -118,6 +119,10 @@ class BrokerContext:
             controller, None, cluster_control_module.MetadataWatch(metadata, clock)
         )
         self.endpoints: list[Endpoint] = []
+        self.fetch_sessions = fetch_session_cache.FetchSessionCache(
+            self.config.get_int("max.incremental.fetch.session.cache.slots"),
+            self.config.get_int("min.incremental.fetch.session.eviction.ms"),
+        )
 
     @property
     def image(self) -> images.MetadataImage:

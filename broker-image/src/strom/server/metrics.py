@@ -66,6 +66,21 @@ class BrokerMetrics:
             ["method"],
             registry=self.registry,
         )
+        self.fetch_contexts = Counter(
+            "strom_fetch_requests_by_session",
+            "Fetch requests by how they use fetch sessions (KIP-227): sessionless, full "
+            "(asks for a session), incremental, or error (a session error answered), and "
+            "by fetcher (consumer or follower)",
+            ["context", "fetcher"],
+            registry=self.registry,
+        )
+        self.fetch_response_partitions = Counter(
+            "strom_fetch_response_partitions",
+            "Partitions answered in fetch responses, by session context and fetcher: an "
+            "incremental response leaves out partitions with nothing new",
+            ["context", "fetcher"],
+            registry=self.registry,
+        )
         self.connections = Gauge(
             "strom_connections",
             "Open client connections "
@@ -109,9 +124,52 @@ class BrokerMetrics:
         """Register a scrape-time view of this broker's partitions and the cluster's."""
         self.registry.register(_ReplicationCollector(counts))
 
+    def watch_fetch_sessions(self, counts: Callable[[], FetchSessionCounts]) -> None:
+        """Register a scrape-time view of the fetch session cache."""
+        self.registry.register(_FetchSessionCollector(counts))
+
     def watch_replication_quotas(self, readings: Callable[[], Iterable[QuotaReading]]) -> None:
         """Register a scrape-time view of the leader and follower replication quotas."""
         self.registry.register(_QuotaCollector(readings))
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSessionCounts:
+    sessions: int
+    partitions_cached: int
+    created: int
+    evictions: int
+
+
+class _FetchSessionCollector(Collector):
+    def __init__(self, counts: Callable[[], FetchSessionCounts]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        counts = self._counts()
+        yield GaugeMetricFamily(
+            "strom_fetch_sessions",
+            "Incremental fetch sessions in the cache "
+            "(kafka.server:type=FetchSessionCache,name=NumIncrementalFetchSessions)",
+            value=counts.sessions,
+        )
+        yield GaugeMetricFamily(
+            "strom_fetch_session_partitions_cached",
+            "Partitions the fetch sessions hold "
+            "(kafka.server:type=FetchSessionCache,name=NumIncrementalFetchPartitionsCached)",
+            value=counts.partitions_cached,
+        )
+        yield CounterMetricFamily(
+            "strom_fetch_session_creations",
+            "Incremental fetch sessions created",
+            value=counts.created,
+        )
+        yield CounterMetricFamily(
+            "strom_fetch_session_evictions",
+            "Fetch sessions evicted to make room for new ones (kafka.server:type="
+            "FetchSessionCache,name=IncrementalFetchSessionEvictionsPerSec)",
+            value=counts.evictions,
+        )
 
 
 @dataclass(frozen=True, slots=True)

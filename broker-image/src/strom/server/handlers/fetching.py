@@ -1,9 +1,10 @@
-"""Fetch: file ranges of whole batches, long-polled until min.bytes or max.wait.
+"""Fetch: file ranges of whole batches, long-polled until min.bytes or max.wait, in fetch
+sessions (KIP-227).
 
 Responses carry the log's bytes as file ranges; the connection sends them with sendfile
-where the transport allows. Fetch sessions (KIP-227) are not kept: answering with
-session id 0 makes clients send full fetch requests, which Kafka also does when its
-session cache is full.
+where the transport allows. The session rules (fetch_contexts.py) say what a request
+reads and which answers its response holds: an incremental fetch reads every partition
+of its session and answers only those with something new.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from strom.protocol import apis, shaping
+from strom.protocol.fetch_metadata import FetchMetadata
 from strom.replication import outcomes
 from strom.replication import partition as partitions
-from strom.server import context
+from strom.server import context, fetch_contexts
+from strom.server.fetch_session_cache import PartitionAnswer, PartitionKey, PartitionRequest
 
 if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
@@ -34,13 +37,9 @@ READ_ERRORS = {
 
 @dataclass(slots=True)
 class _Wanted:
-    topic_key: tuple[str | None, uuid.UUID | None]  # as the client named it
+    key: PartitionKey  # as the client named it: topic id from v13, name before
     topic: str | None  # resolved name
-    index: int
-    fetch_offset: int
-    max_bytes: int
-    current_leader_epoch: int
-    last_fetched_epoch: int
+    request: PartitionRequest
     partition: partitions.Partition | None
     unknown_id: bool
 
@@ -49,18 +48,25 @@ async def handle_fetch(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
     body = request.body
-    response_type = apis.response_class(request.header.api_key, request.header.api_version)
-    if getattr(body, "session_id", 0) != 0:
-        return shaping.build(
-            response_type,
-            {
-                "throttle_time": 0,
-                "error_code": ErrorCode.fetch_session_id_not_found,
-                "session_id": 0,
-                "responses": (),
-            },
-        )
-    wanted = _resolve(broker, body)
+    version = request.header.api_version
+    response_type = apis.response_class(request.header.api_key, version)
+    replica_id = _replica_id(body)
+    fetcher = "follower" if replica_id >= 0 else "consumer"
+    # Before v7 there are no sessions: a sessionless fetch.
+    metadata = FetchMetadata(
+        int(getattr(body, "session_id", 0)), int(getattr(body, "session_epoch", -1))
+    )
+    fetch_context = fetch_contexts.new_context(
+        broker.fetch_sessions,
+        version,
+        metadata,
+        privileged=replica_id >= 0,
+        requested=_requested(body),
+        forgotten=_forgotten(body),
+        now_ms=broker.clock.time_ms(),
+    )
+    broker.metrics.fetch_contexts.labels(fetch_context.kind.value, fetcher).inc()
+    wanted = _resolve(broker, fetch_context.partitions())
     max_wait_ms = shaping.as_millis(body.max_wait)
     deadline = broker.clock.monotonic() + max(max_wait_ms, 0) / 1000
     isolation = (
@@ -68,9 +74,10 @@ async def handle_fetch(
         if getattr(body, "isolation_level", 0) == outcomes.Isolation.READ_COMMITTED
         else outcomes.Isolation.READ_UNCOMMITTED
     )
-    replica_id = _replica_id(body)
-    while True:
-        responses, total_bytes, has_error, throttled_bytes = _read_all(
+    answers: list[tuple[_Wanted, dict[str, Any]]] = []
+    throttled_bytes = 0
+    while fetch_context.error == ErrorCode.none:
+        answers, total_bytes, has_error, throttled_bytes = _read_all(
             broker, wanted, int(body.max_bytes), isolation, replica_id
         )
         remaining = deadline - broker.clock.monotonic()
@@ -90,9 +97,34 @@ async def handle_fetch(
         # What a follower is sent of throttled partitions counts against the leader's
         # replication quota (Kafka records it as the response is made).
         broker.replicas.quotas.leader.record(throttled_bytes)
+    error, session_id, included = fetch_context.respond(
+        [(item.key, _summary(result)) for item, result in answers], broker.clock.time_ms()
+    )
+    if error != ErrorCode.none:
+        broker.metrics.request_errors.labels("FETCH", error.name).inc()
+    by_topic: dict[str | uuid.UUID, list[dict[str, Any]]] = {}
+    # `included` is empty on a session error: no partition is answered then.
+    for (item, result), include in zip(answers, included, strict=False):
+        if include:
+            by_topic.setdefault(item.key[0], []).append(result)
+    partition_count = sum(len(parts) for parts in by_topic.values())
+    broker.metrics.fetch_response_partitions.labels(fetch_context.kind.value, fetcher).inc(
+        partition_count
+    )
+    responses = [
+        {"topic": topic, "topic_id": context.ZERO_UUID, "partitions": parts}
+        if isinstance(topic, str)
+        else {"topic": "", "topic_id": topic, "partitions": parts}
+        for topic, parts in by_topic.items()
+    ]
     return shaping.build(
         response_type,
-        {"throttle_time": 0, "error_code": ErrorCode.none, "session_id": 0, "responses": responses},
+        {
+            "throttle_time": 0,
+            "error_code": error,
+            "session_id": session_id,
+            "responses": responses,
+        },
     )
 
 
@@ -103,34 +135,64 @@ def _replica_id(body: Any) -> int:
     return int(getattr(body, "replica_id", -1))
 
 
-def _resolve(broker: BrokerContext, body: Any) -> list[_Wanted]:
-    wanted = []
+def _topic_key(topic: Any) -> str | uuid.UUID:
+    # v13+ names topics by id only, and kio reads the zero id as None. A zero id names
+    # no topic: answer UNKNOWN_TOPIC_ID under that same id, as Kafka does.
+    if hasattr(topic, "topic"):
+        return str(topic.topic)
+    topic_id: uuid.UUID | None = topic.topic_id
+    return topic_id or context.ZERO_UUID
+
+
+def _requested(body: Any) -> dict[PartitionKey, PartitionRequest]:
+    requested = {}
     for topic in body.topics:
-        # v13+ names topics by id only, and kio reads the zero id as None. A zero id names
-        # no topic: answer UNKNOWN_TOPIC_ID under that same id, as Kafka does. The answer
-        # names each topic as the request did.
-        by_id = not hasattr(topic, "topic")
-        topic_id = (topic.topic_id or context.ZERO_UUID) if by_id else None
-        resolved = broker.resolve_topic(getattr(topic, "topic", None), topic_id)
-        name = resolved.name if resolved.topic is not None else None
-        key = (resolved.name, topic_id if by_id else resolved.topic_id)
-        unknown_id = by_id and resolved.topic is None
+        key = _topic_key(topic)
         for p in topic.partitions:
-            index = int(p.partition)
-            wanted.append(
-                _Wanted(
-                    topic_key=key,
-                    topic=name,
-                    index=index,
-                    fetch_offset=int(p.fetch_offset),
-                    max_bytes=int(p.partition_max_bytes),
-                    current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
-                    last_fetched_epoch=int(getattr(p, "last_fetched_epoch", -1)),
-                    partition=broker.partition(name, index) if name else None,
-                    unknown_id=unknown_id,
-                )
+            requested[(key, int(p.partition))] = PartitionRequest(
+                fetch_offset=int(p.fetch_offset),
+                max_bytes=int(p.partition_max_bytes),
+                current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
+                last_fetched_epoch=int(getattr(p, "last_fetched_epoch", -1)),
+                log_start_offset=int(getattr(p, "log_start_offset", -1)),
             )
-    return wanted
+    return requested
+
+
+def _forgotten(body: Any) -> list[PartitionKey]:
+    return [
+        (_topic_key(topic), int(index))
+        for topic in shaping.seq(getattr(body, "forgotten_topics_data", None))
+        for index in topic.partitions
+    ]
+
+
+def _resolve(
+    broker: BrokerContext, wanted: list[tuple[PartitionKey, PartitionRequest]]
+) -> list[_Wanted]:
+    names: dict[str | uuid.UUID, str | None] = {}
+    resolved = []
+    for key, request in wanted:
+        topic_key, index = key
+        if topic_key in names:
+            name = names[topic_key]
+        else:
+            found = (
+                broker.resolve_topic(None, topic_key)
+                if isinstance(topic_key, uuid.UUID)
+                else broker.resolve_topic(topic_key, None)
+            )
+            name = names[topic_key] = found.name if found.topic is not None else None
+        resolved.append(
+            _Wanted(
+                key=key,
+                topic=name,
+                request=request,
+                partition=broker.partition(name, index) if name else None,
+                unknown_id=isinstance(topic_key, uuid.UUID) and name is None,
+            )
+        )
+    return resolved
 
 
 def _read_all(
@@ -139,10 +201,10 @@ def _read_all(
     response_max_bytes: int,
     isolation: outcomes.Isolation,
     replica_id: int,
-) -> tuple[list[dict[str, Any]], int, bool, int]:
-    """The partitions' answers by topic, their record bytes, whether any has an error,
-    and the record bytes of partitions the leader replication quota throttles."""
-    by_topic: dict[tuple[str | None, uuid.UUID | None], list[dict[str, Any]]] = {}
+) -> tuple[list[tuple[_Wanted, dict[str, Any]]], int, bool, int]:
+    """Each partition's answer, their record bytes, whether any has an error, and the
+    record bytes of partitions the leader replication quota throttles."""
+    answers = []
     total = throttled = 0
     quota = broker.replicas.quotas.leader
     has_error = False  # or a follower to truncate: answered at once either way
@@ -152,18 +214,25 @@ def _read_all(
         )
         size = len(result["records"])
         total += size
-        if size and replica_id >= 0 and quota.is_throttled(item.topic or "", item.index):
+        if size and replica_id >= 0 and quota.is_throttled(item.topic or "", item.key[1]):
             throttled += size
         has_error = has_error or "diverging_epoch" in result
         if result["error_code"] != ErrorCode.none:
             has_error = True
             broker.metrics.request_errors.labels("FETCH", result["error_code"].name).inc()
-        by_topic.setdefault(item.topic_key, []).append(result)
-    responses = [
-        {"topic": name or "", "topic_id": topic_id or context.ZERO_UUID, "partitions": parts}
-        for (name, topic_id), parts in by_topic.items()
-    ]
-    return responses, total, has_error, throttled
+        answers.append((item, result))
+    return answers, total, has_error, throttled
+
+
+def _summary(result: dict[str, Any]) -> PartitionAnswer:
+    return PartitionAnswer(
+        records_size=len(result["records"]),
+        high_watermark=result["high_watermark"],
+        last_stable_offset=result["last_stable_offset"],
+        log_start_offset=result["log_start_offset"],
+        errored=result["error_code"] != ErrorCode.none,
+        diverging="diverging_epoch" in result,
+    )
 
 
 def _read_partition(
@@ -174,8 +243,9 @@ def _read_partition(
     isolation: outcomes.Isolation,
     replica_id: int,
 ) -> dict[str, Any]:
+    request = item.request
     result: dict[str, Any] = {
-        "partition_index": item.index,
+        "partition_index": item.key[1],
         "error_code": ErrorCode.none,
         "high_watermark": -1,
         "last_stable_offset": -1,
@@ -190,7 +260,7 @@ def _read_partition(
             ErrorCode.unknown_topic_id if item.unknown_id else ErrorCode.unknown_topic_or_partition
         )
         return result
-    max_bytes = min(item.max_bytes, bytes_left)
+    max_bytes = min(request.max_bytes, bytes_left)
     if replica_id >= 0 and broker.replicas.quotas.leader.should_throttle(
         partition.topic, partition.index, in_sync=replica_id in partition.isr
     ):
@@ -199,12 +269,14 @@ def _read_partition(
         max_bytes, first = 0, False
     # KIP-74: only the first partition with data may exceed the limits, by one batch.
     read = partition.read(
-        item.fetch_offset,
+        request.fetch_offset,
         max_bytes,
         isolation=isolation,
-        current_leader_epoch=item.current_leader_epoch,
+        current_leader_epoch=request.current_leader_epoch,
         follower=(
-            outcomes.FollowerFetch(replica_id, item.last_fetched_epoch) if replica_id >= 0 else None
+            outcomes.FollowerFetch(replica_id, request.last_fetched_epoch)
+            if replica_id >= 0
+            else None
         ),
         min_one_batch=first,
     )
