@@ -2,7 +2,7 @@
 
 Each case is one `test-runner` process (the tests of one number: TESTS=0045 with -L, or -l
 for the local ones; one per SUBTESTS entry where tests.txt lists some) with a deadline; the
-cases run side by side (LIBRDKAFKA_SUITE_JOBS, default 5) against one Strom broker in
+cases run side by side (LIBRDKAFKA_SUITE_JOBS, default 4) against one Strom broker in
 upstream's default scenario (auto-created topics with 4 partitions), and the "noautocreate"
 scenario's tests against a 3-broker Strom cluster without auto-created topics (upstream's
 scenario has 3 brokers and replication factor 3). Which tests run, and why the others do
@@ -27,7 +27,7 @@ from strom_process import StromProcess
 
 PLAN = librdkafka_suite.load_plan()
 CASES = librdkafka_suite.cases(PLAN)
-JOBS = int(os.environ.get("LIBRDKAFKA_SUITE_JOBS", "5"))
+JOBS = int(os.environ.get("LIBRDKAFKA_SUITE_JOBS", "4"))
 
 # Upstream's default scenario (tests/scenarios/default.json, as trivup sets up a broker):
 # auto-created topics with 4 partitions; everything else is the broker's default, as in
