@@ -9,6 +9,8 @@
 # Benchmarks against Apache Kafka: bench/bench.mk (make bench, bench-quick, bench-profile).
 # The Kubernetes tier: e2e/k8s/k8s.mk (make k8s-tools builds the control plane once, cached).
 # The chaos test run long: e2e/chaos.mk (make chaos MINUTES=30 [SEED=n]).
+# librdkafka's own test suite: e2e/librdkafka/librdkafka.mk (make librdkafka-tests builds it
+# once, cached; make librdkafka-suite runs it alone).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -86,7 +88,7 @@ raft-sim: install-python
 	PYTHONPATH=$(CURDIR)/broker-image/src $(BIN)/python broker-image/tests/cluster/raft/raft_sim.py \
 		$(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --start $(START) --jobs $(JOBS))
 
-test: install k8s-tools lint typecheck
+test: install k8s-tools librdkafka-tests lint typecheck
 	$(BIN)/pytest --durations=25 $(PYTEST_ARGS)
 
 clean:
@@ -95,3 +97,4 @@ clean:
 include bench/bench.mk
 include e2e/k8s/k8s.mk
 include e2e/chaos.mk
+include e2e/librdkafka/librdkafka.mk

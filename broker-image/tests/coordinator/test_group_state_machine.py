@@ -233,6 +233,37 @@ async def test_initial_delay_gathers_members_then_one_generation_with_a_leader()
     assert c.groups["g"].state == states.GroupState.COMPLETING_REBALANCE
 
 
+async def test_first_rebalance_ends_at_its_timer_even_without_an_initial_delay() -> None:
+    # group.initial.rebalance.delay.ms=0 (Kafka's shipped server.properties): two static
+    # members subscribing at once share generation 1, as with Kafka, whose first join phase
+    # ends only when its (0 ms) timer fires. Completing it on the first member's JoinGroup
+    # made the second one's join revoke the first one's fresh assignment (librdkafka's
+    # 0102_static_group_rebalance).
+    c = coordinator(initial_rebalance_delay_ms=0)
+    first = join(c, T0, instance_id="consumer1")
+    await settle()
+    assert not first.done()
+    second = join(c, T0, instance_id="consumer2")
+    await settle()
+    assert not second.done()
+    c.tick(T0)
+    result_1, result_2 = await first, await second
+    assert result_1.generation_id == result_2.generation_id == 1
+    leader = result_1 if result_1.leader_id == result_1.member_id else result_2
+    assert {m[1] for m in leader.members} == {"consumer1", "consumer2"}
+    # Later rebalances still end as soon as every member has rejoined.
+    rejoin_1 = join(c, T0, result_1.member_id, instance_id="consumer1")
+    await settle()
+    assert (await rejoin_1).generation_id == 1, "a follower's rejoin with the same protocols"
+    newcomer = join(c, T0, instance_id="consumer3")
+    rejoins = [
+        join(c, T0, r.member_id, instance_id=f"consumer{n}")
+        for n, r in ((1, result_1), (2, result_2))
+    ]
+    results = [await task for task in (newcomer, *rejoins)]
+    assert {r.generation_id for r in results} == {2}
+
+
 async def test_followers_sync_waits_for_the_leaders_assignment() -> None:
     c = coordinator()
     ids = [await member_id_for(c, T0) for _ in range(2)]

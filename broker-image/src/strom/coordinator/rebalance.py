@@ -53,8 +53,11 @@ class Rebalancer:
     def maybe_complete_join(self, group: group_model.Group, now_ms: int) -> None:
         if group.state != State.PREPARING_REBALANCE:
             return
-        initial_until = group.initial_delay_until_ms
-        if initial_until is not None and now_ms < initial_until:
+        if group.initial_delay_until_ms is not None:
+            # A new group's first rebalance ends at its timer (`tick`), never on a join,
+            # even with group.initial.rebalance.delay.ms=0: Kafka's maybeCompleteJoinPhase
+            # waits while the previous state is Empty. Members that join right after the
+            # first one (two static members subscribing at once) share generation 1.
             return
         if group.all_joined():
             self.complete_join(group, now_ms)
