@@ -170,12 +170,12 @@ def test_extra_member_is_idle(
     gc.check_exactly_once(members, produced)
 
 
-# kafka-python 3.0.12 (the newest) hangs here about 1 run in 5 on a loaded machine, against
-# the broker before issue 14 too: its main thread waits forever in poll() -> ensure_coordinator_ready
-# (a threading.Event of its new network layer) while its network thread idles in select(), so
-# poll(timeout_ms=200) never returns; the broker sees the member's rejoin answered and then
-# nothing (a faulthandler dump of the member showed it). A client bug, not the group's
-# behaviour, which the other three clients check in this test.
+# kafka-python 3.0.12 (the newest) hangs here about 1 run in 5 on a loaded machine, with the
+# broker before issue 14 too: its main thread waits forever in poll() ->
+# ensure_coordinator_ready (a threading.Event of its new network layer) while its network
+# thread idles in select(), so poll(timeout_ms=200) never returns; the broker sees the
+# member's rejoin answered and then nothing (a faulthandler dump of the member showed it).
+# A client bug, not the group's behaviour, which the other three clients check in this test.
 KAFKA_PYTHON_HANG = "kafka-python 3.0.12's poll() hangs in ensure_coordinator_ready (client bug)"
 
 
