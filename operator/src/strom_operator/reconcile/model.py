@@ -212,6 +212,18 @@ class KafkaState:
         return sum(1 for p in self.partitions if p.leader == broker_id)
 
 
+@dataclasses.dataclass(frozen=True)
+class ObservedTopic:
+    """A topic as the brokers describe it."""
+
+    name: str
+    topic_id: str
+    partitions: int
+    replication_factor: int
+    # the topic's own overrides (DescribeConfigs source TOPIC_CONFIG), as strings
+    overrides: Mapping[str, str]
+
+
 # --- plans ------------------------------------------------------------------------------
 
 
