@@ -121,6 +121,13 @@ class PodMounts:
         self.writable.append(target)
 
 
+def pinned(path: str) -> str:
+    """A name for `path` that still reaches it once a mount covers its real path: a volume
+    at /tmp (an emptyDir) covers the pod's state directory and the claims' directories,
+    which live under the harness's tmp dir. The descriptor closes at exec (O_CLOEXEC)."""
+    return f"/proc/self/fd/{os.open(path, os.O_PATH)}"
+
+
 def main() -> None:
     spec = json.loads(Path(sys.argv[1]).read_text())
     if os.readlink("/proc/self/ns/mnt") == spec["host_mount_ns"]:
@@ -135,10 +142,16 @@ def main() -> None:
     targets = [Path(m["target"]) for m in spec["mounts"]]
     if mounts.needs_new_root([*targets, workdir]):
         mounts.make_new_root()
+    # Every source (and the overlays' scratch) pinned before the first mount may cover it.
+    mounts.scratch = Path(pinned(spec["scratch"]))
+    sources = [pinned(m["source"]) for m in spec["mounts"]]
+    hosts = pinned(spec["hosts"])
     # Parents before children, so a volume under another volume lands inside it.
-    for m in sorted(spec["mounts"], key=lambda m: len(Path(m["target"]).parts)):
-        mounts.bind(m["source"], Path(m["target"]), m["readOnly"], Path(m["source"]).is_dir())
-    mounts.bind(spec["hosts"], Path("/etc/hosts"), read_only=False, is_dir=False)
+    for source, m in sorted(
+        zip(sources, spec["mounts"]), key=lambda x: len(Path(x[1]["target"]).parts)
+    ):
+        mounts.bind(source, Path(m["target"]), m["readOnly"], Path(source).is_dir())
+    mounts.bind(hosts, Path("/etc/hosts"), read_only=False, is_dir=False)
     mounts.ensure(workdir, True)
     if mounts.root != Path("/"):
         os.chroot(mounts.root)
