@@ -143,12 +143,13 @@ def main() -> None:
     if mounts.needs_new_root([*targets, workdir]):
         mounts.make_new_root()
     # Every source (and the overlays' scratch) pinned before the first mount may cover it.
+    Path(spec["scratch"]).mkdir(parents=True, exist_ok=True)
     mounts.scratch = Path(pinned(spec["scratch"]))
     sources = [pinned(m["source"]) for m in spec["mounts"]]
     hosts = pinned(spec["hosts"])
     # Parents before children, so a volume under another volume lands inside it.
     for source, m in sorted(
-        zip(sources, spec["mounts"]), key=lambda x: len(Path(x[1]["target"]).parts)
+        zip(sources, spec["mounts"], strict=True), key=lambda x: len(Path(x[1]["target"]).parts)
     ):
         mounts.bind(source, Path(m["target"]), m["readOnly"], Path(source).is_dir())
     mounts.bind(hosts, Path("/etc/hosts"), read_only=False, is_dir=False)
