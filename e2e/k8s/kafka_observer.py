@@ -50,13 +50,14 @@ class PartitionView:
 
 
 def metadata(
-    bootstrap: str, topics: list[str], timeout: float = 5
+    bootstrap: str, topics: list[str] | None = None, timeout: float = 5
 ) -> dict[str, list[PartitionView]]:
-    """Each topic's partitions as the brokers' Metadata answer shows them."""
+    """Each topic's partitions (all topics, internal ones included, without `topics`) as
+    the brokers' Metadata answer shows them."""
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": int(timeout * 1000)})
     answer = admin.list_topics(timeout=timeout)
     views: dict[str, list[PartitionView]] = {}
-    for name in topics:
+    for name in answer.topics if topics is None else topics:
         topic = answer.topics.get(name)
         if topic is None or topic.error is not None:
             raise KeyError(f"topic {name} not in Metadata ({topic and topic.error})")

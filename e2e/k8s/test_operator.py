@@ -11,6 +11,7 @@ KafkaCluster's status conditions. Never a log line; every wait has a deadline.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,8 @@ spec: {{cluster: {NAME}, partitions: {partitions}, replicationFactor: 3}}
 @pytest.fixture(scope="module")
 def k8s(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """crds/ applied, the operator running for NAMESPACE, the KafkaCluster created."""
+    if importlib.util.find_spec("strom_operator.main") is None:  # before the operator lands
+        pytest.skip("strom_operator.main (the strom-operator entry point) is not there")
     cluster.kubectl("apply", "-f", str(ROOT / "crds" / "kafkacluster.yaml"))
     cluster.kubectl("apply", "-f", str(ROOT / "crds" / "topic.yaml"))
     for crd in ("kafkaclusters.strom.io", "topics.strom.io"):
@@ -247,7 +250,7 @@ def test_lost_leader_pod_comes_back_with_its_data_and_leadership_rebalances(
     assert claims == [f"data-{pod_name}"]
     if partition_dir is not None:
         assert segment.read_bytes()[: len(written)] == written
-    records = read_all(address, "events", TOPICS["events"])
+    records = read_all(bootstrap(k8s), "events", TOPICS["events"])  # the pod's IP is new
     assert producer.acknowledged <= set(records)
     assert all(len(p.isr) == 3 for ps in views.values() for p in ps)
 
@@ -260,8 +263,10 @@ def test_scale_up_moves_partitions_to_the_new_broker_and_back_down(k8s: Cluster)
         assert get(k8s, "pvc", f"data-{STATEFULSET}-3")["status"]["phase"] == "Bound"
 
         def on_new_broker() -> int:
-            return replica_counts(metadata(address, list(TOPICS))).get(3, 0)
+            return replica_counts(metadata(address)).get(3, 0)
 
+        # Some replicas reach the new broker (the operator spreads them gradually, 10
+        # partitions per step; the test does not wait for the full spread)
         moved = wait_for("replicas moved to broker 3", on_new_broker, 180, 1)
         assert moved > 0
         wait_for("Ready with 4 brokers", lambda: condition(k8s, "Ready") == "True", 180, 1)
@@ -272,15 +277,15 @@ def test_scale_up_moves_partitions_to_the_new_broker_and_back_down(k8s: Cluster)
         def shrunk() -> bool:
             # Metadata first, the StatefulSet after: if the StatefulSet is at 3, broker 3
             # held nothing when last looked at
-            last_on_3["replicas"] = replica_counts(metadata(address, list(TOPICS))).get(3, 0)
+            last_on_3["replicas"] = replica_counts(metadata(address)).get(3, 0)
             return bool(get(k8s, "statefulset", STATEFULSET)["spec"]["replicas"] == 3)
 
         wait_for("StatefulSet back at 3", shrunk, 240, 0.5)
         assert last_on_3["replicas"] == 0, "the StatefulSet shrank before broker 3 was drained"
         wait_ready(k8s, 3)
     assert not producer.failed, producer.failed[:5]
-    views = metadata(address, list(TOPICS))
-    assert set(replica_counts(views)) == {0, 1, 2}
+    address = bootstrap(k8s)
+    assert set(replica_counts(metadata(address))) == {0, 1, 2}
     assert producer.acknowledged <= set(read_all(address, "orders", TOPICS["orders"]))
 
 
@@ -297,8 +302,8 @@ def test_static_config_rolls_pods_one_at_a_time_controller_last(k8s: Cluster) ->
         kubectl(k8s, "patch", "kafkacluster", NAME, "--type=merge", "-p", patch)
 
         def rolled() -> bool:
-            try:
-                views = metadata(address, list(TOPICS), timeout=2)
+            try:  # the pods' IPs change as they restart: the Service's current endpoints
+                views = metadata(bootstrap(k8s), list(TOPICS), timeout=2)
                 isr = min(len(p.isr) for ps in views.values() for p in ps)
                 smallest_isr["size"] = min(smallest_isr["size"], isr)
             except (KafkaException, KeyError):
@@ -317,6 +322,7 @@ def test_static_config_rolls_pods_one_at_a_time_controller_last(k8s: Cluster) ->
     assert restarted[-1] == f"{STATEFULSET}-{controller}", (restarted, controller)
     assert most_down["pods"] <= 1, "two broker pods were down at once"
     assert smallest_isr["size"] >= 2, "a partition fell below min.insync.replicas"
+    address = bootstrap(k8s)  # every pod has a new IP now
     assert producer.acknowledged <= set(read_all(address, "orders", TOPICS["orders"]))
     for broker in range(3):
         assert broker_config(address, broker, STATIC_KEY) == STATIC_VALUE
@@ -340,8 +346,15 @@ def test_dynamic_config_applies_without_a_restart(k8s: Cluster) -> None:
 
 
 def test_deleting_the_cluster_cascades_but_keeps_the_claims(k8s: Cluster) -> None:
-    claims = {f"data-{STATEFULSET}-{i}" for i in range(4)}
-    kubectl(k8s, "delete", "kafkacluster", NAME, "--timeout=60s")
+    claims = {c["metadata"]["name"] for c in get(k8s, "pvc")["items"]}
+    assert {f"data-{STATEFULSET}-{i}" for i in range(3)} <= claims
+    kubectl(k8s, "delete", "kafkacluster", NAME, "--wait=false")
+    wait_for(
+        "the KafkaCluster gone (its finalizer released)",
+        lambda: not kubectl(k8s, "get", "kafkaclusters", "-o", "name").strip(),
+        90,
+        1,
+    )
 
     def all_gone() -> bool:
         for kind, name in (("statefulset", STATEFULSET), ("service", f"{NAME}-brokers"),
