@@ -210,6 +210,11 @@ class Client:
         patched = await self.merge_patch(
             desired["kind"], meta.get("namespace"), meta["name"], owned
         )
+        # a field the apiserver writes in its own form (a quantity, a defaulted list item)
+        # differs on every comparison; the patch then changes nothing, nor the version
+        before = live.get("metadata", {}).get("resourceVersion")
+        if before is not None and before == patched.get("metadata", {}).get("resourceVersion"):
+            return patched, Ensured.UNCHANGED
         return patched, Ensured.PATCHED
 
     # --- plumbing ---------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The operator's side of the Kafka protocol: the only module that imports strom.client.
 
-`connect(bootstrap)` opens one session per reconcile (strom.client's AsyncAdmin: every
-call has its deadline); `observe` reads what the brokers say into model.KafkaState, the
+A `Session` is made per reconcile (strom.client's AsyncAdmin: every wait has its
+deadline, and each call here a bound on the whole; librdkafka's admin client has no close,
+it goes with the session); `observe` reads what the brokers say into model.KafkaState, the
 other calls carry out plans. Any failure to reach the brokers is `Unreachable` and any
 refusal is `AdminError` (message from the broker), which the reconcilers turn into
 status conditions instead of crashing.

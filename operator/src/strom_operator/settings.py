@@ -5,7 +5,7 @@ STROM_OPERATOR_NAMESPACES        comma-separated namespaces to watch; empty: clu
 STROM_OPERATOR_PEERING           kopf peering name for running several replicas (HA: one
                                  is active); empty: standalone, no peering objects needed
 STROM_OPERATOR_LIVENESS_PORT     kopf's liveness endpoint, http://0.0.0.0:PORT/healthz (8080)
-STROM_OPERATOR_METRICS_PORT      Prometheus metrics, http://0.0.0.0:PORT/metrics (9400);
+STROM_OPERATOR_METRICS_PORT      Prometheus metrics, http://0.0.0.0:PORT/metrics (9405);
                                  0 serves none
 STROM_OPERATOR_RECONCILE_INTERVAL  seconds between each resource's timer reconciles (30)
 STROM_OPERATOR_THROTTLE_BYTES    replication throttle (bytes/s per broker) while partitions
@@ -44,7 +44,7 @@ class OperatorSettings:
     namespaces: tuple[str, ...] = ()
     peering: str | None = None
     liveness_port: int = 8080
-    metrics_port: int = 9400
+    metrics_port: int = 9405
     reconcile_interval_s: float = 30.0
     throttle_bytes_per_s: int = 10 * 1024 * 1024
     max_moves: int = 10
