@@ -65,14 +65,10 @@ RESOURCES = {
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[strom_process.StromProcess]:
     """One real broker for a test module (each test uses its own topic names)."""
-    process = strom_process.StromProcess(
+    with strom_process.running_broker(
         tmp_path_factory.mktemp("strom"), overrides=strom_process.SHARED_BROKER_OVERRIDES
-    )
-    process.start()
-    try:
+    ) as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import kmock
+from strom_operator import k8s
 from strom_operator.reconcile import model
 
 NAMESPACE = "strom-test"
@@ -35,6 +36,18 @@ def condition(body: model.JsonObject | None, kind: str) -> model.JsonObject | No
         if entry.get("type") == kind:
             return dict(entry)
     return None
+
+
+async def wait_condition(
+    kube: k8s.Client, kind: str, name: str, condition_type: str, status: str, what: str
+) -> model.JsonObject:
+    """Wait until the resource's `condition_type` condition has `status`; return it."""
+
+    async def probe() -> model.JsonObject | None:
+        found = condition(await kube.get(kind, NAMESPACE, name), condition_type)
+        return found if (found or {}).get("status") == status else None
+
+    return await eventually(probe, f"{kind} {name}: {condition_type} {status} ({what})")
 
 
 def _metadata(name: str) -> model.JsonObject:

@@ -11,6 +11,7 @@ from operator_tier import (
     condition,
     events_posted,
     eventually,
+    wait_condition,
 )
 from strom_operator import k8s, settings
 from strom_operator.reconcile import model
@@ -31,11 +32,8 @@ async def test_cluster_creates_its_objects_owned_and_reports_status(
     await kube.create(body)
     await kube.create(broker_pod("c1", 0))
 
-    async def ready() -> model.JsonObject | None:
-        live = await kube.get("KafkaCluster", NAMESPACE, "c1")
-        return live if (condition(live, "Ready") or {}).get("status") == "True" else None
-
-    live = await eventually(ready, "the cluster to be Ready")
+    await wait_condition(kube, "KafkaCluster", "c1", "Ready", "True", "one broker pod ready")
+    live = await kube.get("KafkaCluster", NAMESPACE, "c1")
     for kind, name in OWNED:
         owned = await kube.get(kind, NAMESPACE, name)
         [owner] = owned["metadata"]["ownerReferences"]
@@ -54,6 +52,8 @@ async def test_cluster_creates_its_objects_owned_and_reports_status(
     assert status["clusterId"]
     assert status["selector"] == model.ClusterNames("c1", NAMESPACE).selector_string
     assert {c["type"] for c in status["conditions"]} == {"Ready", "Reconciling", "Degraded"}
+    # kmock keeps no generation: the spec reads as generation 1
+    assert status["observedGeneration"] == 1
 
 
 async def test_unknown_config_key_is_reported_and_nothing_is_created(
@@ -80,13 +80,9 @@ async def test_lost_broker_pod_degrades_the_cluster_with_an_event(
     await kube.create(cluster_body("c3"))
     await kube.create(broker_pod("c3", 0))
 
-    async def degraded(expected: str) -> model.JsonObject | None:
-        found = condition(await kube.get("KafkaCluster", NAMESPACE, "c3"), "Degraded")
-        return found if (found or {}).get("status") == expected else None
-
-    await eventually(lambda: degraded("False"), "Degraded False with the pod ready")
+    await wait_condition(kube, "KafkaCluster", "c3", "Degraded", "False", "the pod ready")
     await kube.delete("Pod", NAMESPACE, "c3-broker-0")
-    lost = await eventually(lambda: degraded("True"), "Degraded True after the pod is deleted")
+    lost = await wait_condition(kube, "KafkaCluster", "c3", "Degraded", "True", "pod deleted")
     assert lost["reason"] == "BrokerPodNotReady"
     assert "c3-broker-0" in lost["message"]
 

@@ -8,7 +8,14 @@ from collections.abc import AsyncIterator
 
 import pytest
 import strom_process
-from operator_tier import NAMESPACE, broker_pod, cluster_body, condition, eventually, topic_body
+from operator_tier import (
+    NAMESPACE,
+    broker_pod,
+    cluster_body,
+    eventually,
+    topic_body,
+    wait_condition,
+)
 from strom.client import admin
 from strom_operator import k8s, settings
 from strom_operator.reconcile import model
@@ -58,11 +65,9 @@ async def test_topic_lifecycle(kube: k8s.Client, kafka: admin.AsyncAdmin, cluste
     # a decrease is refused in status, the topic keeps its partitions
     await kube.merge_patch("Topic", NAMESPACE, "orders", {"spec": {"partitions": 1}})
 
-    async def refused() -> model.JsonObject | None:
-        found = condition(await kube.get("Topic", NAMESPACE, "orders"), "Ready")
-        return found if (found or {}).get("status") == "False" else None
-
-    ready = await eventually(refused, "Ready False after a decrease")
+    ready = await wait_condition(
+        kube, "Topic", "orders", "Ready", "False", "Ready False after a decrease"
+    )
     assert ready["reason"] == "PartitionsDecreaseNotSupported"
     assert await partitions_of(kafka, "orders") == 3
     await kube.merge_patch("Topic", NAMESPACE, "orders", {"spec": {"partitions": 3}})
@@ -95,11 +100,9 @@ async def test_second_resource_for_the_same_topic_is_refused(
     await eventually(lambda: _status_with(kube, "first", "topicId"), "the first one's topicId")
     await kube.create(topic_body("second", cluster, topicName="shared", partitions=4))
 
-    async def refused() -> model.JsonObject | None:
-        found = condition(await kube.get("Topic", NAMESPACE, "second"), "Ready")
-        return found if (found or {}).get("status") == "False" else None
-
-    ready = await eventually(refused, "the second resource refused")
+    ready = await wait_condition(
+        kube, "Topic", "second", "Ready", "False", "the second resource refused"
+    )
     assert ready["reason"] == "TopicManagedElsewhere"
     assert await partitions_of(kafka, "shared") == 1
 
@@ -110,11 +113,9 @@ async def test_topic_created_outside_the_operator_is_left_alone(
     await kafka.create_topic("handmade", partitions=1, replication_factor=1)
     await kube.create(topic_body("handmade", cluster, partitions=3))
 
-    async def refused() -> model.JsonObject | None:
-        found = condition(await kube.get("Topic", NAMESPACE, "handmade"), "Ready")
-        return found if (found or {}).get("status") == "False" else None
-
-    ready = await eventually(refused, "the resource refused")
+    ready = await wait_condition(
+        kube, "Topic", "handmade", "Ready", "False", "the resource refused"
+    )
     assert ready["reason"] == "TopicManagedElsewhere"
     assert await partitions_of(kafka, "handmade") == 1
 
