@@ -80,8 +80,14 @@ async def kube(kmock: kmock.KubernetesEmulator) -> AsyncIterator[k8s.Client]:
 
 
 @pytest.fixture
+def bootstrap_servers(broker: strom_process.StromProcess) -> str:
+    """Where the operator finds the brokers (a test module may point it elsewhere)."""
+    return broker.bootstrap
+
+
+@pytest.fixture
 def operator(
-    kmock: kmock.KubernetesEmulator, kube: k8s.Client, broker: strom_process.StromProcess
+    kmock: kmock.KubernetesEmulator, kube: k8s.Client, bootstrap_servers: str
 ) -> Iterator[settings.OperatorSettings]:
     """strom-operator's kopf watching NAMESPACE, in a thread with its own event loop: kopf
     cancels every task of its loop that it did not start when it stops, the test's own
@@ -89,7 +95,7 @@ def operator(
     ours = settings.OperatorSettings(
         namespaces=(NAMESPACE,),
         reconcile_interval_s=INTERVAL_S,
-        bootstrap_servers=broker.bootstrap,
+        bootstrap_servers=bootstrap_servers,
         kafka_timeout_s=5.0,
         metrics_port=0,
     )
