@@ -95,14 +95,21 @@ async def _reconcile(
             session = None
             outcome.failed(KIND, "BrokersUnreachable")
 
-    replicas = await _replicas(runtime, body, step, session, current)
+    try:
+        replicas = await _replicas(runtime, body, step, session, current)
+    except kafka_admin.AdminError as error:
+        _kafka_failed(body, step, outcome, error)
+        replicas = current
     sts = manifests.statefulset(cluster, config_hash=manifests.config_hash(cluster))
     sts["spec"]["replicas"] = replicas
     live_sts = await _ensure(body, kube, sts)
     if session is not None and step.state is not None:
-        await _dynamic_config(body, session, cluster)
-        await _roll(body, runtime, step, live_sts)
-        await _balance(body, runtime, memory, step, session)
+        try:
+            await _dynamic_config(body, session, cluster)
+            await _roll(body, runtime, step, live_sts)
+            await _balance(body, runtime, memory, step, session)
+        except kafka_admin.AdminError as error:
+            _kafka_failed(body, step, outcome, error)
     await _grow_storage(body, runtime, step)
     _report_loss(body, memory, step)
 
@@ -333,17 +340,30 @@ async def _carry_out(
     session: kafka_admin.Session,
     plan: model.Reassignment,
 ) -> None:
-    assert step.state is not None
-    throttles = scaling.throttle_configs(plan, step.state, runtime.settings.throttle_bytes_per_s)
-    if runtime.settings.throttle_bytes_per_s and (throttles.brokers or throttles.topics):
-        await session.alter_entity_configs(throttles.brokers, throttles.topics)
-        memory.throttles = (throttles.brokers, throttles.topics)
-    done = await session.apply_reassignment(plan, step.state)
-    kind = "reassignment" if plan.moves else "election"
-    events.info(body, "Rebalancing", plan.reason)
-    metrics.action(KIND, kind)
-    if not done:
+    """One step of a plan, across reconciles: start the moves not yet started (throttled),
+    and once every partition has its planned replicas, elect the preferred leaders."""
+    state = step.state
+    assert state is not None
+    current = {p.key: p.replicas for p in state.partitions}
+    pending = {tp: tuple(r) for tp, r in plan.moves.items() if current.get(tp) != tuple(r)}
+    to_start = {tp: r for tp, r in pending.items() if tp not in state.reassigning}
+    if to_start:
+        starting = dataclasses.replace(plan, moves=to_start)
+        rate = runtime.settings.throttle_bytes_per_s
+        throttles = scaling.throttle_configs(starting, state, rate)
+        if rate and (throttles.brokers or throttles.topics):
+            await session.alter_entity_configs(throttles.brokers, throttles.topics)
+            memory.throttles = (throttles.brokers, throttles.topics)
+        await session.reassign(to_start)
+        events.info(body, "Reassigning", f"{len(to_start)} partition(s): {plan.reason}")
+        metrics.action(KIND, "reassignment")
+    if pending:
         step.activity = step.activity or status.Activity("Reassigning", plan.reason)
+        return
+    if plan.elect:
+        await session.elect_preferred(plan.elect)
+        events.info(body, "LeadersElected", f"{len(plan.elect)} partition(s): {plan.reason}")
+        metrics.action(KIND, "election")
 
 
 async def _grow_storage(body: Mapping[str, Any], runtime: Runtime, step: Pass) -> None:
@@ -387,6 +407,16 @@ async def _grow_storage(body: Mapping[str, Any], runtime: Runtime, step: Pass) -
             f"{claim['metadata']['name']}: {size} -> {wanted.size}",
         )
         metrics.action(KIND, "storage_grown")
+
+
+def _kafka_failed(
+    body: Mapping[str, Any], step: Pass, outcome: metrics.Outcome, error: kafka_admin.AdminError
+) -> None:
+    """An admin call failed midway: the rest waits for the next pass, the status says why."""
+    reason = "BrokersUnreachable" if isinstance(error, kafka_admin.Unreachable) else "KafkaError"
+    step.refusal = step.refusal or model.Refusal(reason, str(error))
+    outcome.failed(KIND, reason)
+    events.warning(body, reason, str(error))
 
 
 def _report_loss(body: Mapping[str, Any], memory: ClusterMemory, step: Pass) -> None:

@@ -124,20 +124,6 @@ class Session:
             outcome = await self._call(self._admin.elect_leaders("preferred", chosen))
         _raise_first(outcome)
 
-    async def apply_reassignment(self, plan: model.Reassignment, state: model.KafkaState) -> bool:
-        """Carry out a plan in steps across reconciles: start its moves, and once none of
-        them is in progress any more (and every replica list is the planned one), elect
-        the preferred leaders of `elect`. True when the whole plan is done."""
-        current = {p.key: p.replicas for p in state.partitions}
-        pending = {tp: r for tp, r in plan.moves.items() if current.get(tp) != tuple(r)}
-        started = {tp: r for tp, r in pending.items() if tp not in state.reassigning}
-        if started:
-            await self.reassign(started)
-        if pending:
-            return False
-        await self.elect_preferred(plan.elect)
-        return True
-
     async def create_topic(
         self,
         name: str,
