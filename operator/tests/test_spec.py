@@ -299,6 +299,12 @@ def test_the_cluster_id_is_the_uid_in_kafkas_uuid_text() -> None:
     assert spec.cluster_id(str(uuid.UUID(int=1))) != cluster_id
 
 
+def test_a_uid_that_is_not_a_uuid_still_gives_a_stable_cluster_id() -> None:
+    assert spec.cluster_id("kmock-uid-1") == spec.cluster_id("kmock-uid-1")
+    assert len(spec.cluster_id("kmock-uid-1")) == 22
+    assert spec.cluster_id("kmock-uid-1") != spec.cluster_id("kmock-uid-2")
+
+
 def test_a_cluster_id_never_starts_with_a_dash() -> None:
     # 0xf8 as the first byte encodes as '-' in URL-safe base64
     uid = str(uuid.UUID(bytes=b"\xf8" + b"\x01" * 15))

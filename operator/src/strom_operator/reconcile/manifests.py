@@ -66,12 +66,20 @@ def labels(cluster: model.ClusterSpec) -> dict[str, str]:
     return {**cluster.names.selector, **MANAGED_BY}
 
 
-def object_metadata(cluster: model.ClusterSpec, name: str) -> model.JsonObject:
+def owned_object(
+    cluster: model.ClusterSpec, api_version: str, kind: str, name: str
+) -> model.JsonObject:
+    """An object's apiVersion, kind and metadata: in the cluster's namespace, labelled,
+    owned by the KafkaCluster."""
     return {
-        "name": name,
-        "namespace": cluster.names.namespace,
-        "labels": labels(cluster),
-        "ownerReferences": [owner_reference(cluster)],
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": cluster.names.namespace,
+            "labels": labels(cluster),
+            "ownerReferences": [owner_reference(cluster)],
+        },
     }
 
 
@@ -82,9 +90,7 @@ def configmap(cluster: model.ClusterSpec) -> model.JsonObject:
     """Every node's server.properties: a scale-up writes the new nodes' files before the
     StatefulSet grows."""
     return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": object_metadata(cluster, cluster.names.configmap),
+        **owned_object(cluster, "v1", "ConfigMap", cluster.names.configmap),
         "data": {
             properties.properties_file(i): properties.broker_properties(cluster, i)
             for i in range(cluster.brokers)
@@ -110,9 +116,7 @@ def headless_service(cluster: model.ClusterSpec) -> model.JsonObject:
     if cluster.metrics.enabled:
         ports.append(_service_port("metrics", cluster.metrics.port))
     return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": object_metadata(cluster, cluster.names.headless_service),
+        **owned_object(cluster, "v1", "Service", cluster.names.headless_service),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
@@ -125,9 +129,7 @@ def headless_service(cluster: model.ClusterSpec) -> model.JsonObject:
 def bootstrap_service(cluster: model.ClusterSpec) -> model.JsonObject:
     """Where clients start: any Ready broker, on every listener."""
     return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": object_metadata(cluster, cluster.names.bootstrap_service),
+        **owned_object(cluster, "v1", "Service", cluster.names.bootstrap_service),
         "spec": {
             "type": "ClusterIP",
             "selector": dict(cluster.names.selector),
@@ -143,9 +145,7 @@ def _service_port(name: str, port: int) -> model.JsonObject:
 def pdb(cluster: model.ClusterSpec) -> model.JsonObject:
     """At most one broker pod voluntarily down at a time (drains, node upgrades)."""
     return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": object_metadata(cluster, cluster.names.pdb),
+        **owned_object(cluster, "policy/v1", "PodDisruptionBudget", cluster.names.pdb),
         "spec": {
             "maxUnavailable": 1,
             "selector": {"matchLabels": dict(cluster.names.selector)},
@@ -167,9 +167,7 @@ def statefulset(cluster: model.ClusterSpec, *, config_hash: str) -> model.JsonOb
     if cluster.storage.storage_class is not None:
         claim_spec["storageClassName"] = cluster.storage.storage_class
     return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": object_metadata(cluster, cluster.names.statefulset),
+        **owned_object(cluster, "apps/v1", "StatefulSet", cluster.names.statefulset),
         "spec": {
             "serviceName": cluster.names.headless_service,
             "replicas": cluster.brokers,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import decimal
+import hashlib
 import re
 import uuid
 from collections.abc import Mapping
@@ -168,14 +169,14 @@ def static_config(spec: model.ClusterSpec) -> dict[str, str]:
 def cluster_id(uid: str) -> str:
     """The Kafka cluster id of a KafkaCluster: its metadata.uid's 16 bytes in URL-safe
     base64 without padding (Kafka's Uuid text), so the same object always gets the same
-    id and the operator keeps no state for it. Kafka never hands out an id that starts
-    with '-' (a command line would read it as an option); such an id starts with '_'."""
+    id and the operator keeps no state for it. A uid that is not a UUID (an API
+    emulator's) gives the first 16 bytes of its SHA-256 instead. Kafka never hands out an
+    id that starts with '-' (a command line would read it as an option); such an id
+    starts with '_' here."""
     try:
         raw = uuid.UUID(uid).bytes
     except ValueError:
-        raise model.SpecError(
-            "InvalidSpec", f"metadata.uid {uid!r} is not a UUID: the cluster id derives from it"
-        ) from None
+        raw = hashlib.sha256(uid.encode()).digest()[:16]
     text = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
     return "_" + text[1:] if text.startswith("-") else text
 
