@@ -11,12 +11,13 @@ resources, the pod template, the listeners, metrics and the static broker config
 the number of brokers (a scale rolls no pod) and not the dynamic configs (the operator
 sets those with AlterConfigs, no restart).
 
-What the broker pod relies on (all of it works on the e2e/k8s test kubelet too): `$(VAR)`
-expansion in the command, downward-API env (status.podIP, the pod-index label), a
-ConfigMap volume, an emptyDir, HTTP probes. The rack (spec.rack.topologyKey) is read
-from a pod label: Kubernetes' PodTopologyLabels admission copies only the node labels
-topology.kubernetes.io/zone and topology.kubernetes.io/region onto pods, so those are the
-two keys that work (spec.parse_cluster refuses others).
+What the broker pod relies on, all of it features the e2e/k8s test kubelet implements:
+`$(VAR)` expansion in the command, downward-API env (status.podIP, the pod-index label),
+a ConfigMap volume, an emptyDir, HTTP probes. The rack (spec.rack.topologyKey) is read
+from a pod label: Kubernetes' PodTopologyLabels admission copies the node labels
+topology.kubernetes.io/zone and topology.kubernetes.io/region onto pods, so those two
+keys work as they are; another key works only if something else (a mutating webhook)
+puts the node's label on the pod, else the broker's rack is empty.
 """
 
 from __future__ import annotations
