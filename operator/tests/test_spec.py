@@ -267,6 +267,10 @@ def test_a_storage_size_that_is_not_a_quantity_is_refused(
             "spec.listeners: A uses port 9404, the port of spec.metrics",
         ),
         ({"rack": {}}, "spec.rack.topologyKey is required (a non-empty string)"),
+        (
+            {"resources": {"limits": {"memory": "2 GB"}}},
+            "spec.resources.limits.memory: '2 GB' is not a Kubernetes quantity",
+        ),
     ],
 )
 def test_an_impossible_spec_is_refused(fields: dict[str, Any], message: str) -> None:

@@ -107,7 +107,7 @@ def parse_cluster(body: Mapping[str, Any]) -> model.ClusterSpec:
         controllers=controllers,
         image=_str(spec, "image", DEFAULT_IMAGE),
         storage=_storage(spec),
-        resources=dict(_mapping(spec.get("resources", {}), "spec.resources")),
+        resources=_resources(spec),
         config=broker_config(spec.get("config"), brokers=brokers),
         listeners=listeners,
         rack_topology_key=_rack(spec),
@@ -250,6 +250,21 @@ def _storage(spec: Mapping[str, Any]) -> model.StorageSpec:
         storage_class=storage_class or None,
         delete_claim=delete_claim,
     )
+
+
+def _resources(spec: Mapping[str, Any]) -> model.JsonObject:
+    """spec.resources, its requests and limits checked as quantities (a bad one would
+    only show as the StatefulSet's refusal by the API server)."""
+    resources = dict(_mapping(spec.get("resources") or {}, "spec.resources"))
+    for part in ("requests", "limits"):
+        for name, value in _mapping(resources.get(part) or {}, f"spec.resources.{part}").items():
+            try:
+                parse_quantity(str(value) if isinstance(value, int | float) else value)
+            except ValueError as error:
+                raise model.SpecError(
+                    "InvalidSpec", f"spec.resources.{part}.{name}: {error}"
+                ) from None
+    return resources
 
 
 def _rack(spec: Mapping[str, Any]) -> str | None:
