@@ -4,10 +4,13 @@ reads it in the resource's status."""
 from __future__ import annotations
 
 import base64
+import copy
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from strom_operator.reconcile import model, spec
 
 UID = "6f1c2b1e-8a44-4e0b-9a51-0d3c0c6a1e2f"
@@ -446,3 +449,50 @@ def test_a_bad_topic_is_refused(fields: dict[str, Any], reason: str, message: st
 
     assert caught.value.reason == reason
     assert str(caught.value).startswith(message)
+
+
+# --- the CRDs and their examples ------------------------------------------------------
+
+CRDS = Path(__file__).resolve().parents[2] / "crds"
+
+
+def schema_of(crd_file: str) -> dict[str, Any]:
+    crd = yaml.safe_load((CRDS / crd_file).read_text())
+    (version,) = crd["spec"]["versions"]
+    spec_schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    return spec_schema
+
+
+def defaulted(schema: dict[str, Any], value: Any) -> Any:
+    """What the API server stores: `value` with the schema's defaults filled in."""
+    if value is None and "default" in schema:
+        value = copy.deepcopy(schema["default"])
+    if isinstance(value, dict) and "properties" in schema:
+        for key, child in schema["properties"].items():
+            filled = defaulted(child, value.get(key))
+            if filled is not None:
+                value[key] = filled
+    if isinstance(value, list) and "items" in schema:
+        value = [defaulted(schema["items"], item) for item in value]
+    return value
+
+
+def test_the_operators_defaults_are_the_crds() -> None:
+    """An object the API server defaulted and one it did not mean the same cluster."""
+    stored = defaulted(schema_of("kafkacluster.yaml"), {})
+
+    assert spec.parse_cluster(cluster_body(**stored)) == spec.parse_cluster(cluster_body())
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (CRDS / "examples").glob("*.yaml")))
+def test_the_examples_pass_the_operators_checks(example: str) -> None:
+    """The schema cannot know the broker's config keys: the operator's reading of every
+    example (as written, and as the API server stores it) must accept it."""
+    body = yaml.safe_load((CRDS / "examples" / example).read_text())
+    body["metadata"].update(namespace="kafka", uid=UID)
+    if body["kind"] == "KafkaCluster":
+        stored = {**body, "spec": defaulted(schema_of("kafkacluster.yaml"), body["spec"])}
+        assert spec.parse_cluster(stored) == spec.parse_cluster(body)
+    else:
+        stored = {**body, "spec": defaulted(schema_of("topic.yaml"), body["spec"])}
+        assert spec.parse_topic(stored) == spec.parse_topic(body)
