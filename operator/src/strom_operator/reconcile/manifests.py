@@ -87,14 +87,15 @@ def owned_object(
 # --- ConfigMap and Services -----------------------------------------------------------
 
 
-def configmap(cluster: model.ClusterSpec) -> model.JsonObject:
+def configmap(cluster: model.ClusterSpec, *, nodes: int = 0) -> model.JsonObject:
     """Every node's server.properties: a scale-up writes the new nodes' files before the
-    StatefulSet grows."""
+    StatefulSet grows. `nodes` (the StatefulSet's current replicas) keeps the files of
+    the brokers a scale-down is still draining: such a pod may restart before it goes."""
     return {
         **owned_object(cluster, "v1", "ConfigMap", cluster.names.configmap),
         "data": {
             properties.properties_file(i): properties.broker_properties(cluster, i)
-            for i in range(cluster.brokers)
+            for i in range(max(cluster.brokers, nodes))
         },
     }
 
