@@ -265,15 +265,15 @@ def unknown_fields(value: Any, schema: Schema, path: str) -> Iterator[str]:
         if not isinstance(value, int | str) or isinstance(value, bool):
             yield f"{path}: {value!r} is neither an integer nor a string"
         return
-    expected = {
-        "object": dict,
-        "array": list,
-        "string": str,
-        "integer": int,
-        "boolean": bool,
-        "number": int | float,
+    expected: tuple[type, ...] = {
+        "object": (dict,),
+        "array": (list,),
+        "string": (str,),
+        "integer": (int,),
+        "boolean": (bool,),
+        "number": (int, float),
     }[schema["type"]]
-    if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
+    if not isinstance(value, expected) or (isinstance(value, bool) and bool not in expected):
         yield f"{path}: {value!r} is not of type {schema['type']}"
         return
     if isinstance(value, dict):

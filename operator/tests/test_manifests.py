@@ -98,6 +98,18 @@ def test_the_configmap_has_one_file_per_broker(brokers: int) -> None:
         assert data[f"broker-{i}.properties"] == properties.broker_properties(parsed, i)
 
 
+def test_a_scale_down_keeps_the_files_of_the_brokers_it_drains() -> None:
+    parsed = cluster(brokers=3)
+
+    data = manifests.configmap(parsed, nodes=5)["data"]
+
+    assert sorted(data) == [f"broker-{i}.properties" for i in range(5)]
+    assert "process.roles=broker\n" in data["broker-4.properties"]
+    assert sorted(manifests.configmap(parsed, nodes=2)["data"]) == [
+        f"broker-{i}.properties" for i in range(3)
+    ]
+
+
 def test_the_headless_service_publishes_every_port_before_ready() -> None:
     service = manifests.headless_service(
         cluster(

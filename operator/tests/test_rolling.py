@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from strom_operator.reconcile.model import (
     BrokerPod,
     Done,
@@ -170,3 +172,35 @@ def test_a_stale_pod_stuck_not_ready_is_restarted_first_when_safe() -> None:
     s = state(part("t", 0, (0, 1, 2), (0, 2)), controller=0, live=frozenset({0, 2}))
     decision = next_restart([pod(0), pod(1, ready=False), pod(2)], NEW, s)
     assert isinstance(decision, Restart) and decision.broker_id == 1
+
+
+def test_roll_invariants_over_200_random_clusters() -> None:
+    rng = random.Random(15)
+    for _ in range(200):
+        size = rng.randint(1, 5)
+        live = frozenset(b for b in range(size) if rng.random() > 0.2)
+        partitions = []
+        for index in range(rng.randint(0, 10)):
+            replicas = tuple(rng.sample(range(size), rng.randint(1, size)))
+            isr = tuple(b for b in replicas if b in live and rng.random() > 0.2)
+            partitions.append(part("t", index, replicas, isr, min_isr=rng.randint(1, 3)))
+        controller = rng.choice(sorted(live)) if live else None
+        s = state(*partitions, controller=controller, live=live)
+        pods = [
+            pod(b, rng.choice([OLD, NEW]), ready=b in live and rng.random() > 0.1)
+            for b in range(size)
+        ]
+        decision = next_restart(pods, NEW, s)
+        stale = {p.broker_id for p in pods if p.revision != NEW}
+        if not stale:
+            assert decision == Done()
+            continue
+        if isinstance(decision, Restart):
+            assert decision.broker_id in stale
+            assert restart_blockers(decision.broker_id, s) == [], "never below min ISR"
+            chosen = pods[decision.broker_id]
+            if chosen.ready and decision.broker_id == controller:
+                others = stale - {controller}
+                assert all(restart_blockers(b, s) for b in others), "the controller last"
+        else:
+            assert isinstance(decision, Wait) and decision.reason

@@ -179,8 +179,8 @@ def test_throttles_name_the_current_replicas_as_leaders_and_the_added_as_followe
     assert set(throttles.brokers) == {0, 1, 3}
     assert throttles.brokers[3] == {LEADER_RATE: "1000000", FOLLOWER_RATE: "1000000"}
     cleared = clear_throttles(throttles)
-    assert cleared.topics == {"t": {LEADER_REPLICAS: "", FOLLOWER_REPLICAS: ""}}
-    assert cleared.brokers[0] == {LEADER_RATE: "", FOLLOWER_RATE: ""}
+    assert cleared.topics == {"t": (FOLLOWER_REPLICAS, LEADER_REPLICAS)}
+    assert cleared.brokers == {b: (FOLLOWER_RATE, LEADER_RATE) for b in (0, 1, 3)}
 
 
 def test_throttle_values_are_accepted_by_the_brokers_config_checks() -> None:

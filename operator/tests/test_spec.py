@@ -4,10 +4,13 @@ reads it in the resource's status."""
 from __future__ import annotations
 
 import base64
+import copy
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from strom_operator.reconcile import model, spec
 
 UID = "6f1c2b1e-8a44-4e0b-9a51-0d3c0c6a1e2f"
@@ -266,10 +269,10 @@ def test_a_storage_size_that_is_not_a_quantity_is_refused(
             {"listeners": [{"name": "A", "port": 9404}]},
             "spec.listeners: A uses port 9404, the port of spec.metrics",
         ),
+        ({"rack": {}}, "spec.rack.topologyKey is required (a non-empty string)"),
         (
-            {"rack": {"topologyKey": "kubernetes.io/hostname"}},
-            "spec.rack.topologyKey 'kubernetes.io/hostname': use topology.kubernetes.io/zone or"
-            " topology.kubernetes.io/region",
+            {"resources": {"limits": {"memory": "2 GB"}}},
+            "spec.resources.limits.memory: '2 GB' is not a Kubernetes quantity",
         ),
     ],
 )
@@ -297,6 +300,12 @@ def test_the_cluster_id_is_the_uid_in_kafkas_uuid_text() -> None:
     assert base64.urlsafe_b64decode(cluster_id + "==") == uuid.UUID(UID).bytes
     assert spec.cluster_id(UID) == cluster_id  # no state: the same object, the same id
     assert spec.cluster_id(str(uuid.UUID(int=1))) != cluster_id
+
+
+def test_a_uid_that_is_not_a_uuid_still_gives_a_stable_cluster_id() -> None:
+    assert spec.cluster_id("kmock-uid-1") == spec.cluster_id("kmock-uid-1")
+    assert len(spec.cluster_id("kmock-uid-1")) == 22
+    assert spec.cluster_id("kmock-uid-1") != spec.cluster_id("kmock-uid-2")
 
 
 def test_a_cluster_id_never_starts_with_a_dash() -> None:
@@ -331,6 +340,9 @@ def test_a_cluster_id_never_starts_with_a_dash() -> None:
         ("1000", 1000),
         ("0.5", 1),  # rounded up, as Quantity.Value() does
         ("1500m", 2),
+        ("2500000u", 3),
+        ("1000000000n", 1),
+        ("1000000001n", 2),
         (".5Ki", 512),
     ],
 )
@@ -341,6 +353,12 @@ def test_parse_quantity(text: str, value: int) -> None:
 @pytest.mark.parametrize("text", ["", "Gi", "10 Gi", "10GB", "1.2.3", "10gi", "1e", "--1"])
 def test_parse_quantity_refuses_what_kubernetes_refuses(text: str) -> None:
     with pytest.raises(ValueError, match="is not a Kubernetes quantity"):
+        spec.parse_quantity(text)
+
+
+@pytest.mark.parametrize("text", ["8Ei", "1e999999"])
+def test_parse_quantity_refuses_more_than_64_bits(text: str) -> None:
+    with pytest.raises(ValueError, match="is too large for a Kubernetes quantity"):
         spec.parse_quantity(text)
 
 
@@ -431,3 +449,50 @@ def test_a_bad_topic_is_refused(fields: dict[str, Any], reason: str, message: st
 
     assert caught.value.reason == reason
     assert str(caught.value).startswith(message)
+
+
+# --- the CRDs and their examples ------------------------------------------------------
+
+CRDS = Path(__file__).resolve().parents[2] / "crds"
+
+
+def schema_of(crd_file: str) -> dict[str, Any]:
+    crd = yaml.safe_load((CRDS / crd_file).read_text())
+    (version,) = crd["spec"]["versions"]
+    spec_schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    return spec_schema
+
+
+def defaulted(schema: dict[str, Any], value: Any) -> Any:
+    """What the API server stores: `value` with the schema's defaults filled in."""
+    if value is None and "default" in schema:
+        value = copy.deepcopy(schema["default"])
+    if isinstance(value, dict) and "properties" in schema:
+        for key, child in schema["properties"].items():
+            filled = defaulted(child, value.get(key))
+            if filled is not None:
+                value[key] = filled
+    if isinstance(value, list) and "items" in schema:
+        value = [defaulted(schema["items"], item) for item in value]
+    return value
+
+
+def test_the_operators_defaults_are_the_crds() -> None:
+    """An object the API server defaulted and one it did not mean the same cluster."""
+    stored = defaulted(schema_of("kafkacluster.yaml"), {})
+
+    assert spec.parse_cluster(cluster_body(**stored)) == spec.parse_cluster(cluster_body())
+
+
+@pytest.mark.parametrize("example", sorted(p.name for p in (CRDS / "examples").glob("*.yaml")))
+def test_the_examples_pass_the_operators_checks(example: str) -> None:
+    """The schema cannot know the broker's config keys: the operator's reading of every
+    example (as written, and as the API server stores it) must accept it."""
+    body = yaml.safe_load((CRDS / "examples" / example).read_text())
+    body["metadata"].update(namespace="kafka", uid=UID)
+    if body["kind"] == "KafkaCluster":
+        stored = {**body, "spec": defaulted(schema_of("kafkacluster.yaml"), body["spec"])}
+        assert spec.parse_cluster(stored) == spec.parse_cluster(body)
+    else:
+        stored = {**body, "spec": defaulted(schema_of("topic.yaml"), body["spec"])}
+        assert spec.parse_topic(stored) == spec.parse_topic(body)

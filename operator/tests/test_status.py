@@ -10,11 +10,13 @@ from strom_operator.reconcile.model import (
     KafkaState,
     ListenerSpec,
     MetricsSpec,
+    ObservedTopic,
     PartitionState,
     Refusal,
     SpecError,
     StorageSpec,
     TemplateSpec,
+    TopicSpec,
 )
 from strom_operator.reconcile.status import (
     Activity,
@@ -22,6 +24,7 @@ from strom_operator.reconcile.status import (
     cluster_status,
     merge_conditions,
     topic_conditions,
+    topic_status,
 )
 
 T0, T1 = "2026-11-23T10:00:00Z", "2026-11-23T11:00:00Z"
@@ -182,3 +185,11 @@ def test_cluster_status_fields() -> None:
     assert status["brokers"][1] == {"id": 1, "pod": "c-broker-1", "ready": False, "leaders": 2}
     unknown = cluster_status(spec, pods, None, [])
     assert "leaders" not in unknown["brokers"][0] and "controllerId" not in unknown
+
+
+def test_topic_status_fields() -> None:
+    spec = TopicSpec("c", "ns", "orders", 6, 3, {}, 7)
+    missing = topic_status(spec, None, [])
+    assert missing == {"conditions": [], "observedGeneration": 7, "topicName": "orders"}
+    found = topic_status(spec, ObservedTopic("orders", "AAAAAAAAAAAAAAAAAAAAAQ", 6, 3, {}), [])
+    assert (found["topicId"], found["partitions"]) == ("AAAAAAAAAAAAAAAAAAAAAQ", 6)

@@ -63,6 +63,8 @@ def _choose_preferred(
             overall[pick] += 1
 
     def improve(topic_gap: int, overall_gap: int) -> bool:
+        """One pass over every partition, making each move it finds; True if any."""
+        moved = False
         for topic, members in sorted(by_topic.items()):
             counts = topic_counts[topic]
             for partition in members:
@@ -70,8 +72,6 @@ def _choose_preferred(
                 if current is None:
                     continue
                 for other in sorted(_eligible(partition, live)):
-                    if other == current:
-                        continue
                     if (
                         counts[current] - counts[other] >= topic_gap
                         and overall[current] - overall[other] >= overall_gap
@@ -81,8 +81,9 @@ def _choose_preferred(
                         counts[other] += 1
                         overall[current] -= 1
                         overall[other] += 1
-                        return True
-        return False
+                        moved = True
+                        break
+        return moved
 
     # a topic move lowers the topics' sum of squares; an overall move keeps it and lowers
     # the overall one: the pair decreases, so this ends

@@ -11,12 +11,13 @@ resources, the pod template, the listeners, metrics and the static broker config
 the number of brokers (a scale rolls no pod) and not the dynamic configs (the operator
 sets those with AlterConfigs, no restart).
 
-What the broker pod relies on (all of it works on the e2e/k8s test kubelet too): `$(VAR)`
-expansion in the command, downward-API env (status.podIP, the pod-index label), a
-ConfigMap volume, an emptyDir, HTTP probes. The rack (spec.rack.topologyKey) is read
-from a pod label: Kubernetes' PodTopologyLabels admission copies only the node labels
-topology.kubernetes.io/zone and topology.kubernetes.io/region onto pods, so those are the
-two keys that work (spec.parse_cluster refuses others).
+What the broker pod relies on, all of it features the e2e/k8s test kubelet implements:
+`$(VAR)` expansion in the command, downward-API env (status.podIP, the pod-index label),
+a ConfigMap volume, an emptyDir, HTTP probes. The rack (spec.rack.topologyKey) is read
+from a pod label: Kubernetes' PodTopologyLabels admission copies the node labels
+topology.kubernetes.io/zone and topology.kubernetes.io/region onto pods, so those two
+keys work as they are; another key works only if something else (a mutating webhook)
+puts the node's label on the pod, else the broker's rack is empty.
 """
 
 from __future__ import annotations
@@ -66,28 +67,35 @@ def labels(cluster: model.ClusterSpec) -> dict[str, str]:
     return {**cluster.names.selector, **MANAGED_BY}
 
 
-def object_metadata(cluster: model.ClusterSpec, name: str) -> model.JsonObject:
+def owned_object(
+    cluster: model.ClusterSpec, api_version: str, kind: str, name: str
+) -> model.JsonObject:
+    """An object's apiVersion, kind and metadata: in the cluster's namespace, labelled,
+    owned by the KafkaCluster."""
     return {
-        "name": name,
-        "namespace": cluster.names.namespace,
-        "labels": labels(cluster),
-        "ownerReferences": [owner_reference(cluster)],
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": cluster.names.namespace,
+            "labels": labels(cluster),
+            "ownerReferences": [owner_reference(cluster)],
+        },
     }
 
 
 # --- ConfigMap and Services -----------------------------------------------------------
 
 
-def configmap(cluster: model.ClusterSpec) -> model.JsonObject:
+def configmap(cluster: model.ClusterSpec, *, nodes: int = 0) -> model.JsonObject:
     """Every node's server.properties: a scale-up writes the new nodes' files before the
-    StatefulSet grows."""
+    StatefulSet grows. `nodes` (the StatefulSet's current replicas) keeps the files of
+    the brokers a scale-down is still draining: such a pod may restart before it goes."""
     return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": object_metadata(cluster, cluster.names.configmap),
+        **owned_object(cluster, "v1", "ConfigMap", cluster.names.configmap),
         "data": {
             properties.properties_file(i): properties.broker_properties(cluster, i)
-            for i in range(cluster.brokers)
+            for i in range(max(cluster.brokers, nodes))
         },
     }
 
@@ -110,9 +118,7 @@ def headless_service(cluster: model.ClusterSpec) -> model.JsonObject:
     if cluster.metrics.enabled:
         ports.append(_service_port("metrics", cluster.metrics.port))
     return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": object_metadata(cluster, cluster.names.headless_service),
+        **owned_object(cluster, "v1", "Service", cluster.names.headless_service),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
@@ -125,9 +131,7 @@ def headless_service(cluster: model.ClusterSpec) -> model.JsonObject:
 def bootstrap_service(cluster: model.ClusterSpec) -> model.JsonObject:
     """Where clients start: any Ready broker, on every listener."""
     return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": object_metadata(cluster, cluster.names.bootstrap_service),
+        **owned_object(cluster, "v1", "Service", cluster.names.bootstrap_service),
         "spec": {
             "type": "ClusterIP",
             "selector": dict(cluster.names.selector),
@@ -143,9 +147,7 @@ def _service_port(name: str, port: int) -> model.JsonObject:
 def pdb(cluster: model.ClusterSpec) -> model.JsonObject:
     """At most one broker pod voluntarily down at a time (drains, node upgrades)."""
     return {
-        "apiVersion": "policy/v1",
-        "kind": "PodDisruptionBudget",
-        "metadata": object_metadata(cluster, cluster.names.pdb),
+        **owned_object(cluster, "policy/v1", "PodDisruptionBudget", cluster.names.pdb),
         "spec": {
             "maxUnavailable": 1,
             "selector": {"matchLabels": dict(cluster.names.selector)},
@@ -167,9 +169,7 @@ def statefulset(cluster: model.ClusterSpec, *, config_hash: str) -> model.JsonOb
     if cluster.storage.storage_class is not None:
         claim_spec["storageClassName"] = cluster.storage.storage_class
     return {
-        "apiVersion": "apps/v1",
-        "kind": "StatefulSet",
-        "metadata": object_metadata(cluster, cluster.names.statefulset),
+        **owned_object(cluster, "apps/v1", "StatefulSet", cluster.names.statefulset),
         "spec": {
             "serviceName": cluster.names.headless_service,
             "replicas": cluster.brokers,

@@ -127,11 +127,17 @@ def _best_move(
 
 
 class ThrottleConfigs(NamedTuple):
-    """Config values to set (or, from `clear_throttles`, names to delete with values ""),
-    per broker id and per topic."""
+    """Config values to set (AlterConfigs), per broker id and per topic."""
 
     brokers: Mapping[int, Mapping[str, str]]
     topics: Mapping[str, Mapping[str, str]]
+
+
+class ThrottleDeletes(NamedTuple):
+    """Config names to delete (AlterConfigs' delete list), per broker id and per topic."""
+
+    brokers: Mapping[int, tuple[str, ...]]
+    topics: Mapping[str, tuple[str, ...]]
 
 
 def throttle_configs(plan: Reassignment, state: KafkaState, rate_bytes: int) -> ThrottleConfigs:
@@ -139,7 +145,8 @@ def throttle_configs(plan: Reassignment, state: KafkaState, rate_bytes: int) -> 
     every broker of a moving partition (old or new replica) both rates; per topic, the
     leader side on the partition's current replicas (any may lead the copy) and the
     follower side on the replicas being added. A pure reorder adds no replica and is not
-    throttled."""
+    throttled (Kafka's tool still lists its replicas on the leader side, which holds
+    nothing back since no follower copies)."""
     by_key = {p.key: p for p in state.partitions}
     leader: dict[str, set[tuple[int, int]]] = defaultdict(set)
     follower: dict[str, set[tuple[int, int]]] = defaultdict(set)
@@ -167,10 +174,10 @@ def throttle_configs(plan: Reassignment, state: KafkaState, rate_bytes: int) -> 
     )
 
 
-def clear_throttles(applied: ThrottleConfigs) -> ThrottleConfigs:
-    """The config names to delete once the plan's reassignments are done (Kafka's
-    `--verify` removes the same), values empty."""
-    return ThrottleConfigs(
-        {b: {name: "" for name in names} for b, names in applied.brokers.items()},
-        {t: {name: "" for name in names} for t, names in applied.topics.items()},
+def clear_throttles(applied: ThrottleConfigs) -> ThrottleDeletes:
+    """The configs to delete once the plan's reassignments are done (Kafka's `--verify`
+    removes the same)."""
+    return ThrottleDeletes(
+        {b: tuple(sorted(names)) for b, names in applied.brokers.items()},
+        {t: tuple(sorted(names)) for t, names in applied.topics.items()},
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import decimal
+import hashlib
 import re
 import uuid
 from collections.abc import Mapping
@@ -52,10 +53,6 @@ OPERATOR_KEYS: Mapping[str, str] = {
     "cluster.id": "the KafkaCluster's metadata.uid",
     "broker.rack": "spec.rack.topologyKey",
 }
-
-# Kubernetes copies only these node labels onto pods (the PodTopologyLabels admission),
-# where the broker's downward-API environment can read its rack.
-RACK_TOPOLOGY_KEYS = ("topology.kubernetes.io/zone", "topology.kubernetes.io/region")
 
 # Broker configs whose value no cluster of N brokers can satisfy when above N.
 _AT_MOST_BROKERS = (
@@ -110,7 +107,7 @@ def parse_cluster(body: Mapping[str, Any]) -> model.ClusterSpec:
         controllers=controllers,
         image=_str(spec, "image", DEFAULT_IMAGE),
         storage=_storage(spec),
-        resources=dict(_mapping(spec.get("resources", {}), "spec.resources")),
+        resources=_resources(spec),
         config=broker_config(spec.get("config"), brokers=brokers),
         listeners=listeners,
         rack_topology_key=_rack(spec),
@@ -168,14 +165,14 @@ def static_config(spec: model.ClusterSpec) -> dict[str, str]:
 def cluster_id(uid: str) -> str:
     """The Kafka cluster id of a KafkaCluster: its metadata.uid's 16 bytes in URL-safe
     base64 without padding (Kafka's Uuid text), so the same object always gets the same
-    id and the operator keeps no state for it. Kafka never hands out an id that starts
-    with '-' (a command line would read it as an option); such an id starts with '_'."""
+    id and the operator keeps no state for it. A uid that is not a UUID (an API
+    emulator's) gives the first 16 bytes of its SHA-256 instead. Kafka never hands out an
+    id that starts with '-' (a command line would read it as an option); such an id
+    starts with '_' here."""
     try:
         raw = uuid.UUID(uid).bytes
     except ValueError:
-        raise model.SpecError(
-            "InvalidSpec", f"metadata.uid {uid!r} is not a UUID: the cluster id derives from it"
-        ) from None
+        raw = hashlib.sha256(uid.encode()).digest()[:16]
     text = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
     return "_" + text[1:] if text.startswith("-") else text
 
@@ -255,18 +252,27 @@ def _storage(spec: Mapping[str, Any]) -> model.StorageSpec:
     )
 
 
+def _resources(spec: Mapping[str, Any]) -> model.JsonObject:
+    """spec.resources, its requests and limits checked as quantities (a bad one would
+    only show as the StatefulSet's refusal by the API server)."""
+    resources = dict(_mapping(spec.get("resources") or {}, "spec.resources"))
+    for part in ("requests", "limits"):
+        for name, value in _mapping(resources.get(part) or {}, f"spec.resources.{part}").items():
+            try:
+                parse_quantity(str(value) if isinstance(value, int | float) else value)
+            except ValueError as error:
+                raise model.SpecError(
+                    "InvalidSpec", f"spec.resources.{part}.{name}: {error}"
+                ) from None
+    return resources
+
+
 def _rack(spec: Mapping[str, Any]) -> str | None:
     rack = spec.get("rack")
     if rack is None:
         return None
-    key = _required_str(_mapping(rack, "spec.rack"), "topologyKey", "spec.rack")
-    if key not in RACK_TOPOLOGY_KEYS:
-        raise model.SpecError(
-            "InvalidSpec",
-            f"spec.rack.topologyKey {key!r}: use {' or '.join(RACK_TOPOLOGY_KEYS)}; Kubernetes"
-            " copies only these node labels onto pods, where the broker reads its rack",
-        )
-    return key
+    # Any node label: see manifests.py for the two that reach the pods by themselves.
+    return _required_str(_mapping(rack, "spec.rack"), "topologyKey", "spec.rack")
 
 
 def _template(spec: Mapping[str, Any]) -> model.TemplateSpec:
@@ -332,32 +338,32 @@ def parse_topic(body: Mapping[str, Any]) -> model.TopicSpec:
 # --- quantities -----------------------------------------------------------------------
 
 _BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"k": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+_DECIMAL = {"n": -3, "u": -2, "m": -1, "k": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 _QUANTITY = re.compile(
     r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?"
 )
 
 
 def parse_quantity(text: str) -> int:
-    """A Kubernetes quantity ("10Gi", "1.5Gi", "500M", "1e9", "100m") as an integer,
+    """A Kubernetes quantity ("10Gi", "1.5Gi", "500M", "1e9", "100m", "5n") as an integer,
     rounded up as Kubernetes' Quantity.Value() does; ValueError names what is wrong."""
     match = _QUANTITY.fullmatch(text.strip()) if isinstance(text, str) else None
     if match is None:
         raise ValueError(
             f"{text!r} is not a Kubernetes quantity (a number with an optional suffix:"
-            " Ki Mi Gi Ti Pi Ei, k M G T P E, m, or an exponent such as e9)"
+            " Ki Mi Gi Ti Pi Ei, n u m k M G T P E, or an exponent such as e9)"
         )
     number = decimal.Decimal(match["number"])
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
         number *= 1024 ** _BINARY[suffix]
     elif suffix in _DECIMAL:
-        number *= 1000 ** _DECIMAL[suffix]
-    elif suffix == "m":
-        number /= 1000
+        number = number.scaleb(3 * _DECIMAL[suffix])
     elif suffix:
         number = number.scaleb(int(suffix[1:]))
+    if abs(number) >= 2**63:  # Kubernetes keeps quantities in 64 bits
+        raise ValueError(f"{text!r} is too large for a Kubernetes quantity")
     return int(number.to_integral_value(rounding=decimal.ROUND_CEILING))
 
 

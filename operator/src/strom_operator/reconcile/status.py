@@ -1,6 +1,6 @@
-"""Status of the resources: conditions (Ready, Reconciling, Degraded, like Strimzi's) and
-the KafkaCluster's status fields (brokers, controller, `/scale`'s replicas and
-selector)."""
+"""Status of the resources: conditions (Ready, Reconciling, Degraded, like Strimzi's), the
+KafkaCluster's status fields (brokers, controller, `/scale`'s replicas and selector) and
+the Topic's (its id and partitions)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from strom_operator.reconcile.model import (
     Condition,
     JsonObject,
     KafkaState,
+    ObservedTopic,
     Refusal,
     SpecError,
+    TopicSpec,
 )
 
 READY = "Ready"
@@ -160,4 +162,20 @@ def cluster_status(
         status["clusterId"] = state.cluster_id
     if state is not None and state.controller_id is not None:
         status["controllerId"] = state.controller_id
+    return status
+
+
+def topic_status(
+    spec: TopicSpec, observed: ObservedTopic | None, conditions: list[JsonObject]
+) -> JsonObject:
+    """The Topic's status object: `topicId` and `partitions` as the brokers report them
+    (left out while the topic does not exist)."""
+    status: JsonObject = {
+        "conditions": conditions,
+        "observedGeneration": spec.generation,
+        "topicName": spec.topic_name,
+    }
+    if observed is not None:
+        status["topicId"] = observed.topic_id
+        status["partitions"] = observed.partitions
     return status
