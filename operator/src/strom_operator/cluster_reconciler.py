@@ -72,16 +72,15 @@ async def _reconcile(
     step = Pass(cluster)
     kube = runtime.kube
     names = cluster.names
+    live_sts = await kube.get_or_none("StatefulSet", names.namespace, names.statefulset)
+    current = int(live_sts["spec"]["replicas"]) if live_sts else cluster.brokers
     for desired in (
-        manifests.configmap(cluster),
+        manifests.configmap(cluster, nodes=current),
         manifests.headless_service(cluster),
         manifests.bootstrap_service(cluster),
         manifests.pdb(cluster),
     ):
         await _ensure(body, kube, desired)
-
-    live_sts = await kube.get_or_none("StatefulSet", names.namespace, names.statefulset)
-    current = int(live_sts["spec"]["replicas"]) if live_sts else cluster.brokers
     step.pods = await observe_pods(kube, names, max(current, cluster.brokers))
 
     bootstrap = await bootstrap_servers(runtime, names)
@@ -303,7 +302,7 @@ async def _balance(
     if memory.throttles is not None:
         brokers, topics = memory.throttles
         cleared = scaling.clear_throttles(scaling.ThrottleConfigs(brokers, topics))
-        await session.alter_entity_configs(cleared.brokers, cleared.topics)
+        await session.delete_configs(cleared.brokers, cleared.topics)
         memory.throttles = None
     if step.activity is not None and step.activity.reason in ("Draining", "RollingRestart"):
         return
@@ -352,7 +351,7 @@ async def _carry_out(
         rate = runtime.settings.throttle_bytes_per_s
         throttles = scaling.throttle_configs(starting, state, rate)
         if rate and (throttles.brokers or throttles.topics):
-            await session.alter_entity_configs(throttles.brokers, throttles.topics)
+            await session.set_configs(throttles.brokers, throttles.topics)
             memory.throttles = (throttles.brokers, throttles.topics)
         await session.reassign(to_start)
         events.info(body, "Reassigning", f"{len(to_start)} partition(s): {plan.reason}")

@@ -176,22 +176,36 @@ class Session:
                 return False
         return True
 
-    async def alter_entity_configs(
+    async def set_configs(
         self, brokers: Mapping[int, Mapping[str, str]], topics: Mapping[str, Mapping[str, str]]
     ) -> None:
-        """Per broker and per topic: set each config with a value, delete each with ""
-        (the shape of the throttles a reassignment sets and clears)."""
+        """Set configs per broker id and per topic (a reassignment's throttles)."""
         for broker, configs in sorted(brokers.items()):
-            await self._alter("broker", str(broker), configs)
+            await self._alter("broker", str(broker), configs, ())
         for topic, configs in sorted(topics.items()):
-            await self._alter("topic", topic, configs)
+            await self._alter("topic", topic, configs, ())
 
-    async def _alter(self, resource_type: str, name: str, configs: Mapping[str, str]) -> None:
-        set_configs = {key: value for key, value in configs.items() if value != ""}
-        delete_configs = [key for key, value in configs.items() if value == ""]
+    async def delete_configs(
+        self, brokers: Mapping[int, Sequence[str]], topics: Mapping[str, Sequence[str]]
+    ) -> None:
+        """Delete configs per broker id and per topic (back to their defaults)."""
+        for broker, names in sorted(brokers.items()):
+            await self._alter("broker", str(broker), {}, names)
+        for topic, names in sorted(topics.items()):
+            await self._alter("topic", topic, {}, names)
+
+    async def _alter(
+        self,
+        resource_type: str,
+        name: str,
+        set_configs: Mapping[str, str],
+        delete_configs: Sequence[str],
+    ) -> None:
         with _translated():
             await self._call(
-                self._admin.alter_configs(resource_type, name, set_configs, delete_configs)
+                self._admin.alter_configs(
+                    resource_type, name, dict(set_configs), list(delete_configs)
+                )
             )
 
     # --- plumbing ---------------------------------------------------------------------

@@ -40,11 +40,15 @@ async def _reconcile(
     old = dict(body.get("status") or {})
     generation = int(body["metadata"].get("generation") or 0)
 
-    def written(conditions: list[model.Condition], **fields: Any) -> model.JsonObject:
-        merged = status.merge_conditions(
+    def merged(conditions: list[model.Condition]) -> list[model.JsonObject]:
+        return status.merge_conditions(
             old.get("conditions") or [], conditions, now_iso(), generation
         )
-        return {"conditions": merged, "observedGeneration": generation, **fields}
+
+    def written(conditions: list[model.Condition]) -> model.JsonObject:
+        # a failed pass keeps what the last good one saw: topicId is the claim on the topic
+        kept = {key: old[key] for key in ("topicName", "topicId", "partitions") if key in old}
+        return {**kept, "conditions": merged(conditions), "observedGeneration": generation}
 
     try:
         topic = spec.parse_topic(body)
@@ -80,11 +84,8 @@ async def _reconcile(
         return written(status.topic_conditions([], error=model.Refusal(reason, str(error))))
     if plan.refusals:
         outcome.refused(KIND, plan.refusals[0].reason)
-    fields: dict[str, Any] = {"topicName": topic.topic_name}
-    if observed is not None and not managed_elsewhere:
-        fields["topicId"] = observed.topic_id
-        fields["partitions"] = observed.partitions
-    return written(status.topic_conditions(plan.refusals, changed=plan.changes), **fields)
+    conditions = status.topic_conditions(plan.refusals, changed=plan.changes)
+    return status.topic_status(topic, None if managed_elsewhere else observed, merged(conditions))
 
 
 async def delete(runtime: Runtime, body: Mapping[str, Any]) -> None:
