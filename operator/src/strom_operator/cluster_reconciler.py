@@ -23,6 +23,12 @@ logger = logging.getLogger(__name__)
 
 KIND = "KafkaCluster"
 REVISION_LABEL = "controller-revision-hash"
+IMMUTABLE_STATEFULSET_FIELDS = (
+    "selector",
+    "serviceName",
+    "volumeClaimTemplates",
+    "podManagementPolicy",
+)
 
 
 @dataclasses.dataclass
@@ -101,6 +107,11 @@ async def _reconcile(
         replicas = current
     sts = manifests.statefulset(cluster, config_hash=manifests.config_hash(cluster))
     sts["spec"]["replicas"] = replicas
+    if live_sts is not None:
+        # the apiserver refuses any change to these; a larger storage size is carried out
+        # on the PVCs themselves (_grow_storage)
+        for immutable in IMMUTABLE_STATEFULSET_FIELDS:
+            sts["spec"].pop(immutable, None)
     live_sts = await _ensure(body, kube, sts)
     if session is not None and step.state is not None:
         try:
