@@ -88,8 +88,10 @@ raft-sim: install-python
 	PYTHONPATH=$(CURDIR)/broker-image/src $(BIN)/python broker-image/tests/cluster/raft/raft_sim.py \
 		$(if $(SEED),--seed $(SEED),--seeds $(SEEDS) --start $(START) --jobs $(JOBS))
 
+# The Kubernetes tier (e2e/k8s) runs as a second pytest beside the rest (e2e/run_suite.py:
+# it mostly waits on pods); PYTEST_ARGS go to both runs.
 test: install k8s-tools librdkafka-tests lint typecheck
-	$(BIN)/pytest --durations=25 $(PYTEST_ARGS)
+	$(BIN)/python e2e/run_suite.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .strom-data e2e/peers/lib e2e/peers/target

@@ -208,6 +208,8 @@ def test_bad_resources_are_refused_with_a_clear_message(crds: Cluster) -> None:
             ),
             kafka_cluster("quorum-port", listeners=[{"name": "PLAINTEXT", "port": 9093}]),
             kafka_cluster("metrics-port", listeners=[{"name": "PLAINTEXT", "port": 9404}]),
+            # the name is also the pods' port name: an IANA service name (15 characters)
+            kafka_cluster("long-name", listeners=[{"name": "PLAINTEXT_INTERNAL", "port": 9094}]),
             kafka_cluster("lots", storage={"size": "lots"}),
             kafka_cluster("Upper"),
         ],
@@ -224,6 +226,7 @@ def test_bad_resources_are_refused_with_a_clear_message(crds: Cluster) -> None:
     assert 'spec.listeners[1]: Duplicate value: {"name":"PLAINTEXT"}' in messages["same-name"]
     assert "port 9093 is the controllers' (the KRaft quorum listener)" in messages["quorum-port"]
     assert "spec.listeners may not use the metrics port" in messages["metrics-port"]
+    assert "may not be more than 15 bytes" in messages["long-name"]
     assert "spec.storage.size must be a positive Kubernetes quantity" in messages["lots"]
     assert "metadata.name must start with a lower-case letter" in messages["Upper"]
     names = objects(crds.kubectl("get", "strom", "-n", NAMESPACE, "-o", "json"))

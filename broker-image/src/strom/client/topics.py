@@ -72,6 +72,8 @@ def create_topic(
     kwargs: dict[str, Any] = {"config": dict(configs or {})}
     if replica_assignment:
         kwargs["replica_assignment"] = [list(r) for r in replica_assignment]
+        # confluent-kafka 2.16 refuses the default count (-1) beside an assignment
+        kwargs["num_partitions"] = len(replica_assignment)
     else:
         kwargs["num_partitions"] = -1 if partitions is None else partitions
         kwargs["replication_factor"] = -1 if replication_factor is None else replication_factor

@@ -1,0 +1,94 @@
+"""A KafkaCluster reconciled by the real operator on kmock, with a real broker behind it:
+the owned objects, the status, an invalid config, and a lost broker pod."""
+
+from __future__ import annotations
+
+import kmock
+from operator_tier import (
+    NAMESPACE,
+    broker_pod,
+    cluster_body,
+    condition,
+    events_posted,
+    eventually,
+    wait_condition,
+)
+from strom_operator import k8s, settings
+from strom_operator.reconcile import model
+
+OWNED = [
+    ("ConfigMap", "c1-config"),
+    ("Service", "c1-brokers"),
+    ("Service", "c1-bootstrap"),
+    ("StatefulSet", "c1-broker"),
+    ("PodDisruptionBudget", "c1-broker"),
+]
+
+
+async def test_cluster_creates_its_objects_owned_and_reports_status(
+    operator: settings.OperatorSettings, kube: k8s.Client
+) -> None:
+    body = cluster_body("c1")
+    await kube.create(body)
+    await kube.create(broker_pod("c1", 0))
+
+    await wait_condition(kube, "KafkaCluster", "c1", "Ready", "True", "one broker pod ready")
+    live = await kube.get("KafkaCluster", NAMESPACE, "c1")
+    for kind, name in OWNED:
+        owned = await kube.get(kind, NAMESPACE, name)
+        [owner] = owned["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"]) == (
+            "KafkaCluster",
+            "c1",
+            body["metadata"]["uid"],
+        )
+    sts = await kube.get("StatefulSet", NAMESPACE, "c1-broker")
+    assert sts["spec"]["replicas"] == 1
+    status = live["status"]
+    assert status["readyBrokers"] == 1
+    assert status["brokers"][0]["pod"] == "c1-broker-0"
+    assert status["brokers"][0]["ready"] is True
+    assert status["controllerId"] is not None
+    assert status["clusterId"]
+    assert status["selector"] == model.ClusterNames("c1", NAMESPACE).selector_string
+    assert {c["type"] for c in status["conditions"]} == {"Ready", "Reconciling", "Degraded"}
+    # kmock keeps no generation: the spec reads as generation 1
+    assert status["observedGeneration"] == 1
+
+
+async def test_unknown_config_key_is_reported_and_nothing_is_created(
+    operator: settings.OperatorSettings, kube: k8s.Client
+) -> None:
+    await kube.create(cluster_body("c2", config={"no.such.key": "1"}))
+
+    async def refused() -> model.JsonObject | None:
+        return condition(await kube.get("KafkaCluster", NAMESPACE, "c2"), "Ready")
+
+    ready = await eventually(refused, "a Ready condition")
+    assert ready["status"] == "False"
+    # spec.parse_cluster's reasons: UnknownConfig for a key the broker does not define,
+    # InvalidConfig for a bad value
+    assert ready["reason"] in ("UnknownConfig", "InvalidConfig")
+    assert "no.such.key" in ready["message"]
+    for kind in ("ConfigMap", "StatefulSet", "Service"):
+        assert await kube.list(kind, NAMESPACE) == []
+
+
+async def test_lost_broker_pod_degrades_the_cluster_with_an_event(
+    operator: settings.OperatorSettings, kube: k8s.Client, kmock: kmock.KubernetesEmulator
+) -> None:
+    await kube.create(cluster_body("c3"))
+    await kube.create(broker_pod("c3", 0))
+
+    await wait_condition(kube, "KafkaCluster", "c3", "Degraded", "False", "the pod ready")
+    await kube.delete("Pod", NAMESPACE, "c3-broker-0")
+    lost = await wait_condition(kube, "KafkaCluster", "c3", "Degraded", "True", "pod deleted")
+    assert lost["reason"] == "BrokerPodNotReady"
+    assert "c3-broker-0" in lost["message"]
+
+    async def warned() -> list[model.JsonObject]:
+        events = events_posted(kmock, "c3")
+        return [e for e in events if e.get("reason") == "BrokerPodNotReady"]
+
+    [event] = await eventually(warned, "a BrokerPodNotReady Event on the cluster")
+    assert event["type"] == "Warning"
