@@ -352,7 +352,7 @@ def test_deleting_the_cluster_cascades_but_keeps_the_claims(k8s: Cluster) -> Non
     wait_for(
         "the KafkaCluster gone (its finalizer released)",
         lambda: not kubectl(k8s, "get", "kafkaclusters", "-o", "name").strip(),
-        90,
+        30,
         1,
     )
 

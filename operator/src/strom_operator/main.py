@@ -44,6 +44,10 @@ def kopf_settings(ours: settings_module.OperatorSettings) -> kopf.OperatorSettin
     )
     settings.posting.enabled = True
     settings.posting.level = logging.INFO
+    # A KafkaCluster deleted while its timer's pass is running keeps kopf's finalizer until
+    # that pass has ended, and kopf looks again only every cancellation_polling seconds
+    # (60 by default): the deletion waited a minute for a pass of a few seconds.
+    settings.background.cancellation_polling = 1
     return settings
 
 
