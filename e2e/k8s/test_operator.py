@@ -369,3 +369,13 @@ def test_deleting_the_cluster_cascades_but_keeps_the_claims(k8s: Cluster) -> Non
     wait_for("the owned objects and the pods deleted", all_gone, 180, 1)
     kept = {c["metadata"]["name"] for c in get(k8s, "pvc")["items"]}
     assert claims <= kept, kept
+
+
+def test_teardown_leaves_nothing_behind(k8s: Cluster) -> None:
+    """The operator process, the pods and the control plane all go with the harness."""
+    harness = k8s.harness
+    if harness is None:
+        pytest.skip("looks at the node's processes: only on the harness's own node")
+    assert any(c.name == "strom-operator" and c.proc for c in harness.components)
+    harness.stop()
+    assert harness.leftovers() == []
