@@ -96,6 +96,7 @@ class RunningProducer:
     acknowledged: set[str] = field(default_factory=set)
     failed: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
 
     def __enter__(self) -> RunningProducer:
@@ -112,6 +113,11 @@ class RunningProducer:
             self._thread.join(timeout=90)
             assert not self._thread.is_alive(), "the producer did not finish its flush"
             self._thread = None
+
+    def acknowledged_so_far(self) -> set[str]:
+        """A copy taken while the producer runs (its thread adds to the set)."""
+        with self._lock:
+            return set(self.acknowledged)
 
     def acknowledged_after(self, count: int, timeout: float) -> bool:
         """True once more than `count` records are acknowledged (within `timeout`)."""
@@ -136,7 +142,8 @@ class RunningProducer:
 
         def delivered(err: KafkaError | None, msg: object) -> None:
             value = msg.value().decode()  # type: ignore[attr-defined]
-            (self.failed.append(f"{value}: {err}") if err else self.acknowledged.add(value))
+            with self._lock:
+                (self.failed.append(f"{value}: {err}") if err else self.acknowledged.add(value))
 
         sequence = 0
         while not self._stop.is_set():

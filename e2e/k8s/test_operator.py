@@ -231,6 +231,8 @@ def test_lost_leader_pod_comes_back_with_its_data_and_leadership_rebalances(
         wait_for("leaders moved off the lost broker", led_by_survivors, 60, 0.5)
         during = len(producer.acknowledged)
         assert producer.acknowledged_after(during + 50, 30), "the producer stalled"
+        so_far = producer.acknowledged_so_far()  # and a consumer reads them from the survivors
+        assert so_far <= set(read_all(bootstrap(k8s), "events", TOPICS["events"]))
 
         def back() -> JSON | None:
             p = pods(k8s).get(pod_name)
