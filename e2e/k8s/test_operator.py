@@ -12,6 +12,7 @@ KafkaCluster's status conditions. Never a log line; every wait has a deadline.
 from __future__ import annotations
 
 import importlib.util
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -264,13 +265,15 @@ def test_scale_up_moves_partitions_to_the_new_broker_and_back_down(k8s: Cluster)
         wait_for("4 Ready broker pods", lambda: ready_pods(k8s, 4), READY_TIMEOUT_S, 1)
         assert get(k8s, "pvc", f"data-{STATEFULSET}-3")["status"]["phase"] == "Bound"
 
-        def on_new_broker() -> int:
-            return replica_counts(metadata(address)).get(3, 0)
+        # The operator spreads replicas 10 partitions a step until every broker holds its
+        # share (replica counts over all topics, __consumer_offsets included, within one)
+        def spread() -> Counter[int] | None:
+            counts = replica_counts(metadata(address))
+            share = sum(counts.values()) / 4
+            return counts if all(abs(counts[b] - share) <= 1 for b in range(4)) else None
 
-        # Some replicas reach the new broker (the operator spreads them gradually, 10
-        # partitions per step; the test does not wait for the full spread)
-        moved = wait_for("replicas moved to broker 3", on_new_broker, 180, 1)
-        assert moved > 0
+        moved = wait_for("replicas spread over the 4 brokers", spread, 180, 1)
+        assert moved[3] > 0
         wait_for("Ready with 4 brokers", lambda: condition(k8s, "Ready") == "True", 180, 1)
 
         kubectl(k8s, "scale", f"kafkacluster/{NAME}", "--replicas=3")
