@@ -45,7 +45,9 @@ def last_summary(output: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    pytest = [sys.executable, "-m", "pytest"]
+    # the virtualenv's pytest script, not `python -m pytest`: -m would put the project root
+    # on sys.path, where operator/ would shadow the standard library's `operator`
+    pytest = [str(Path(sys.executable).with_name("pytest"))]
     with tempfile.TemporaryDirectory(prefix="strom-suite-") as scratch:
         k8s_log = Path(scratch) / "k8s.log"
         with k8s_log.open("wb") as sink:
