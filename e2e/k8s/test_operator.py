@@ -274,6 +274,11 @@ def test_scale_up_moves_partitions_to_the_new_broker_and_back_down(k8s: Cluster)
 
         moved = wait_for("replicas spread over the 4 brokers", spread, 180, 1)
         assert moved[3] > 0
+        # and each of the user's topics has replicas on the new broker, not only the
+        # 50 partitions of __consumer_offsets
+        views = metadata(address)
+        for topic in TOPICS:
+            assert any(3 in p.replicas for p in views[topic]), (topic, views[topic])
         wait_for("Ready with 4 brokers", lambda: condition(k8s, "Ready") == "True", 180, 1)
 
         kubectl(k8s, "scale", f"kafkacluster/{NAME}", "--replicas=3")

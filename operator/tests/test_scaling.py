@@ -116,6 +116,26 @@ def test_spread_fills_a_new_broker_gradually_followers_first() -> None:
     assert counts[3] == 3 and steps == 2
 
 
+def test_spread_gives_every_topic_its_share_of_a_new_broker() -> None:
+    """A scale-up from 3 to 4 with __consumer_offsets' 50 partitions beside two small
+    topics: the new broker gets replicas of each topic, not only of the big one."""
+    rotations = [(0, 1, 2), (1, 2, 0), (2, 0, 1)]
+    layout = {
+        "__consumer_offsets": [rotations[i % 3] for i in range(50)],
+        "events": [rotations[i % 3] for i in range(3)],
+        "orders": [rotations[i % 3] for i in range(6)],
+    }
+    state = state_of(layout, FOUR)
+    while (plan := spread(state, FOUR, max_moves=10)) is not None:
+        state = apply(state, plan)
+    counts = loads(state, FOUR)
+    assert max(counts.values()) - min(counts.values()) <= 1
+    for topic, partitions in layout.items():
+        on_new = sum(1 for p in state.partitions if p.topic == topic and 3 in p.replicas)
+        fair = len(partitions) * 3 / 4
+        assert abs(on_new - fair) <= 1, (topic, on_new, fair)
+
+
 def test_spread_of_a_balanced_cluster_is_nothing() -> None:
     state = state_of({"t": [(0, 1), (1, 2), (2, 0)]}, THREE)
     assert spread(state, THREE, max_moves=10) is None

@@ -83,19 +83,27 @@ def spread(state: KafkaState, brokers: frozenset[int], max_moves: int) -> Reassi
     """Move replicas from the most loaded of `brokers` to the least loaded ones (new, empty
     brokers after a scale-up) until their replica counts differ by at most 1: at most
     `max_moves` partitions per plan (apply it, wait for it, ask again), one replica per
-    partition per plan, followers before leaders. None when balanced."""
+    partition per plan, followers before leaders. Each topic gets its share of a new
+    broker (a move that evens out its own topic first, the topic least present on the
+    target first), not only `__consumer_offsets`' many partitions. None when balanced."""
     counts = replica_counts(state, brokers)
     current = {p.key: p for p in sorted_partitions(state) if p.key not in state.reassigning}
+    per_topic: dict[str, dict[int, int]] = defaultdict(lambda: dict.fromkeys(brokers, 0))
+    for partition in current.values():
+        for broker in partition.replicas:
+            if broker in brokers:
+                per_topic[partition.topic][broker] += 1
     moves: dict[TopicPartition, tuple[int, ...]] = {}
     while len(moves) < max_moves:
-        move = _best_move(current, moves, counts)
+        move = _best_move(current, moves, counts, per_topic)
         if move is None:
             break
         key, source, target = move
         replicas = moves.get(key, current[key].replicas)
         moves[key] = tuple(target if b == source else b for b in replicas)
-        counts[source] -= 1
-        counts[target] += 1
+        for tally in (counts, per_topic[key.topic]):
+            tally[source] -= 1
+            tally[target] += 1
     if not moves:
         return None
     new_preferred = frozenset(k for k, r in moves.items() if r[0] != current[k].replicas[0])
@@ -106,9 +114,12 @@ def _best_move(
     current: Mapping[TopicPartition, PartitionState],
     planned: Mapping[TopicPartition, tuple[int, ...]],
     counts: Mapping[int, int],
+    per_topic: Mapping[str, Mapping[int, int]],
 ) -> tuple[TopicPartition, int, int] | None:
     """The first (partition, source, target) that narrows the gap: sources from the most
-    loaded, targets from the least loaded, counts apart by 2 or more."""
+    loaded, targets from the least loaded, counts apart by 2 or more. Among a pair's
+    candidates: moves that also even out their own topic first, then the topic with the
+    smallest share on the target, then followers before leaders."""
     sources = sorted(counts, key=lambda b: (-counts[b], b))
     targets = sorted(counts, key=lambda b: (counts[b], b))
     for source in sources:
@@ -121,9 +132,23 @@ def _best_move(
                 if key not in planned and source in p.replicas and target not in p.replicas
             ]
             if candidates:
-                best = min(candidates, key=lambda p: _movable(p, source))
+                best = min(
+                    candidates,
+                    key=lambda p: (_preference(p, source, target, per_topic[p.topic]), p.key),
+                )
                 return best.key, source, target
     return None
+
+
+def _preference(
+    partition: PartitionState, source: int, target: int, topic_counts: Mapping[int, int]
+) -> tuple[bool, float, bool, bool]:
+    """Sort key of a candidate move: one that evens out its own topic first, then the
+    topic with the smallest share on the target, then followers before leaders."""
+    evens_out = topic_counts[source] - topic_counts[target] >= 2
+    share = topic_counts[target] / max(1, sum(topic_counts.values()))
+    is_leader, is_preferred, _ = _movable(partition, source)
+    return (not evens_out, share, is_leader, is_preferred)
 
 
 class ThrottleConfigs(NamedTuple):
