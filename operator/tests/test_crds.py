@@ -206,7 +206,7 @@ def test_status_declares_what_the_operator_writes(kind: str) -> None:
 
 def test_brokers_status_entries_have_the_fields_the_operator_reports() -> None:
     entry = node(schema_of("KafkaCluster"), "status.brokers")["items"]["properties"]
-    assert set(entry) == {"id", "pod", "ready", "leaders", "claim"}
+    assert set(entry) == {"id", "pod", "ready", "leaders", "claim", "claimUid"}
 
 
 def field_at(schema: Schema, json_path: str) -> Schema:

@@ -168,7 +168,11 @@ def test_cluster_status_fields() -> None:
         metrics=MetricsSpec(True, 9404),
         template=TemplateSpec(),
     )
-    pods = [pod(0), pod(1, ready=False, claim=False), pod(2)]
+    pods = [
+        pod(0),
+        pod(1, ready=False, claim=False),
+        BrokerPod(2, "c-broker-2", True, True, False, "r", True, "uid-of-claim-2"),
+    ]
     status = cluster_status(spec, pods, STATE, [{"type": "Ready"}])
     assert status["observedGeneration"] == 4
     assert status["clusterId"] == "cluster-uuid" and status["controllerId"] == 1
@@ -183,6 +187,8 @@ def test_cluster_status_fields() -> None:
         "claim": "data-c-broker-0",
     }
     assert status["brokers"][1] == {"id": 1, "pod": "c-broker-1", "ready": False, "leaders": 2}
+    # kept in the status so that a restarted operator still sees a replaced volume
+    assert status["brokers"][2]["claimUid"] == "uid-of-claim-2"
     unknown = cluster_status(spec, pods, None, [])
     assert "leaders" not in unknown["brokers"][0] and "controllerId" not in unknown
 

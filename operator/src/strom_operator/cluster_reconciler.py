@@ -47,6 +47,8 @@ async def reconcile(runtime: Runtime, body: Mapping[str, Any]) -> model.JsonObje
     """Reconcile one KafkaCluster and write its status; returns the status written."""
     meta = body["metadata"]
     memory = runtime.memory(meta["namespace"], meta["name"])
+    if not memory.claim_uids:
+        memory.claim_uids.update(_claim_uids_in_status(body))
     async with memory.lock:
         with metrics.reconcile(KIND) as outcome:
             new_status = await _reconcile(runtime, memory, body, outcome)
@@ -437,6 +439,17 @@ def _report_loss(body: Mapping[str, Any], memory: ClusterMemory, step: Pass) -> 
     elif not lost and memory.degraded:
         events.info(body, "BrokersReady", "every broker pod is ready")
     memory.degraded = bool(lost)
+
+
+def _claim_uids_in_status(body: Mapping[str, Any]) -> dict[int, str]:
+    """The PVC uids the last status recorded: what an operator that just started knows of
+    the volumes before it has seen them itself."""
+    brokers = (body.get("status") or {}).get("brokers") or []
+    return {
+        int(entry["id"]): str(entry["claimUid"])
+        for entry in brokers
+        if isinstance(entry, Mapping) and "id" in entry and entry.get("claimUid")
+    }
 
 
 def _reason(conditions: Sequence[Mapping[str, Any]], kind: str) -> str | None:

@@ -1,6 +1,7 @@
 """What every handler shares while the operator runs: its settings, the Kubernetes client,
 and the little it remembers between reconciles of a cluster (kept in memory: after a
-restart the operator learns it again from what it observes)."""
+restart the operator learns it again from what it observes, and the PVC uids from the
+KafkaCluster's status.brokers[].claimUid)."""
 
 from __future__ import annotations
 

@@ -135,7 +135,7 @@ def cluster_status(
 ) -> JsonObject:
     """The KafkaCluster's status object. `replicas` (the `/scale` subresource's current
     count) counts existing broker pods; `leaders` is left out while the brokers cannot
-    be asked, `claim` while the broker's PVC does not exist."""
+    be asked, `claim` and `claimUid` while the broker's PVC does not exist."""
     names = spec.names
     brokers: list[JsonObject] = []
     for pod in sorted(pods, key=lambda p: p.broker_id):
@@ -148,6 +148,10 @@ def cluster_status(
             entry["leaders"] = state.leaders_of(pod.broker_id)
         if pod.claim_exists:
             entry["claim"] = names.claim(pod.broker_id)
+            if pod.claim_uid is not None:
+                # remembered across operator restarts: a PVC with another uid later means
+                # this broker's volume was lost (cluster_reconciler evacuates it)
+                entry["claimUid"] = pod.claim_uid
         brokers.append(entry)
     status: JsonObject = {
         "conditions": conditions,
