@@ -3,6 +3,8 @@ the owned objects, the status, an invalid config, and a lost broker pod."""
 
 from __future__ import annotations
 
+import asyncio
+
 import kmock
 from operator_tier import (
     NAMESPACE,
@@ -13,6 +15,7 @@ from operator_tier import (
     eventually,
     wait_condition,
 )
+from strom.client import admin
 from strom_operator import k8s, settings
 from strom_operator.reconcile import model
 
@@ -92,3 +95,28 @@ async def test_lost_broker_pod_degrades_the_cluster_with_an_event(
 
     [event] = await eventually(warned, "a BrokerPodNotReady Event on the cluster")
     assert event["type"] == "Warning"
+
+
+async def test_dynamic_config_is_set_on_the_brokers_and_removed_with_the_spec(
+    operator: settings.OperatorSettings, kube: k8s.Client
+) -> None:
+    """A dynamic key of spec.config becomes the cluster-wide broker default on the real
+    broker (no restart); removed from the spec, it is removed from the brokers too."""
+    assert operator.bootstrap_servers is not None
+    key = "log.cleaner.backoff.ms"  # dynamic, harmless for the other tests' topics
+
+    bootstrap = operator.bootstrap_servers
+
+    def cluster_default() -> str | None:
+        entries = admin.Admin(bootstrap).broker_configs("")
+        found = [e.value for e in entries if e.name == key]
+        return found[0] if found else None
+
+    async def default_is(expected: str | None) -> bool | None:
+        return await asyncio.to_thread(cluster_default) == expected or None
+
+    await kube.create(cluster_body("c5", config={key: 12345}))
+    await kube.create(broker_pod("c5", 0))
+    await eventually(lambda: default_is("12345"), f"{key}=12345 on the broker default")
+    await kube.merge_patch("KafkaCluster", NAMESPACE, "c5", {"spec": {"config": None}})
+    await eventually(lambda: default_is(None), f"{key} removed from the broker default")

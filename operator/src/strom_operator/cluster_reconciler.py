@@ -263,15 +263,19 @@ async def _replicas(
 async def _dynamic_config(
     body: Mapping[str, Any], session: kafka_admin.Session, cluster: model.ClusterSpec
 ) -> None:
-    """spec.config's dynamic part as the cluster-wide broker default: no restart. Keys
-    removed from the spec are left as they are (the brokers' value stays)."""
+    """spec.config's dynamic part as the cluster-wide broker default: no restart. The
+    resource is the source of truth, as for topics: a cluster-wide default the spec does
+    not name (removed from the spec, or set by hand with kafka-configs.sh --entity-default)
+    is deleted, and the brokers fall back to their properties files."""
     desired = spec.dynamic_config(cluster)
     current = await session.cluster_defaults()
     changed = {key: value for key, value in desired.items() if current.get(key) != value}
-    if changed:
-        await session.alter_cluster_defaults(changed, [])
-        message = ", ".join(f"{key}={value}" for key, value in sorted(changed.items()))
-        events.info(body, "ConfigApplied", f"dynamic broker config: {message}")
+    removed = sorted(key for key in current if key not in desired)
+    if changed or removed:
+        await session.alter_cluster_defaults(changed, removed)
+        applied = [f"{key}={value}" for key, value in sorted(changed.items())]
+        applied += [f"{key} removed" for key in removed]
+        events.info(body, "ConfigApplied", "dynamic broker config: " + ", ".join(applied))
         metrics.action(KIND, "dynamic_config")
 
 

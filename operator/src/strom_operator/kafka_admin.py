@@ -98,10 +98,15 @@ class Session:
         )
 
     async def cluster_defaults(self) -> dict[str, str]:
-        """The cluster-wide dynamic broker config (what `--entity-default` shows)."""
+        """The cluster-wide dynamic broker config (what `--entity-default` shows): the keys
+        set on the default broker entity only."""
         with _translated():
             entries = await self._call(self._admin.broker_configs(""))
-        return {entry.name: entry.value for entry in entries if entry.value is not None}
+        return {
+            entry.name: entry.value
+            for entry in entries
+            if entry.value is not None and entry.source == "DYNAMIC_DEFAULT_BROKER_CONFIG"
+        }
 
     # --- acting -----------------------------------------------------------------------
 
