@@ -56,6 +56,9 @@ RESOURCES = {
     "apps/v1/statefulsets": kmock.ResourceInfo(
         kind="StatefulSet", namespaced=True, verbs=VERBS, subresources={"status", "scale"}
     ),
+    "storage.k8s.io/v1/storageclasses": kmock.ResourceInfo(
+        kind="StorageClass", namespaced=False, verbs=VERBS
+    ),
     "policy/v1/poddisruptionbudgets": kmock.ResourceInfo(
         kind="PodDisruptionBudget", namespaced=True, verbs=VERBS
     ),

@@ -120,3 +120,57 @@ async def test_dynamic_config_is_set_on_the_brokers_and_removed_with_the_spec(
     await eventually(lambda: default_is("12345"), f"{key}=12345 on the broker default")
     await kube.merge_patch("KafkaCluster", NAMESPACE, "c5", {"spec": {"config": None}})
     await eventually(lambda: default_is(None), f"{key} removed from the broker default")
+
+
+async def test_a_larger_storage_size_grows_the_claims_where_the_class_allows_it(
+    operator: settings.OperatorSettings, kube: k8s.Client
+) -> None:
+    """spec.storage.size grows: each PVC's request grows when its StorageClass allows
+    volume expansion; otherwise Ready is False with StorageCannotGrow and the PVC stays."""
+    names = {"c6": "expandable", "c7": "fixed-size"}
+    for cluster, class_name in names.items():
+        await kube.create(
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {"name": class_name},
+                "provisioner": "strom.io/test",
+                "allowVolumeExpansion": class_name == "expandable",
+            }
+        )
+        storage = {"size": "1Gi", "storageClassName": class_name}
+        await kube.create(cluster_body(cluster, storage=storage))
+        await kube.create(broker_pod(cluster, 0))
+        claim = model.ClusterNames(cluster, NAMESPACE).claim(0)
+        await kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim, "namespace": NAMESPACE},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": class_name,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+        )
+        await wait_condition(kube, "KafkaCluster", cluster, "Ready", "True", "created")
+        grown = {"spec": {"storage": {"size": "2Gi", "storageClassName": class_name}}}
+        await kube.merge_patch("KafkaCluster", NAMESPACE, cluster, grown)
+
+    async def requested(cluster: str) -> str:
+        claim = model.ClusterNames(cluster, NAMESPACE).claim(0)
+        body = await kube.get("PersistentVolumeClaim", NAMESPACE, claim)
+        return str(body["spec"]["resources"]["requests"]["storage"])
+
+    async def grown() -> bool | None:
+        return await requested("c6") == "2Gi" or None
+
+    await eventually(grown, "the expandable class's PVC requesting 2Gi")
+    refused = await wait_condition(kube, "KafkaCluster", "c7", "Ready", "False", "cannot grow")
+    assert refused["reason"] == "StorageCannotGrow"
+    assert (
+        "fixed-size" in refused["message"]
+        and "does not allow volume expansion" in (refused["message"])
+    )
+    assert await requested("c7") == "1Gi"
