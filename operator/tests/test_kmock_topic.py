@@ -123,3 +123,15 @@ async def test_topic_created_outside_the_operator_is_left_alone(
 async def _status_with(kube: k8s.Client, name: str, field: str) -> model.JsonObject | None:
     status = (await kube.get("Topic", NAMESPACE, name)).get("status") or {}
     return status if status.get(field) else None
+
+
+async def test_replication_factor_above_the_brokers_is_refused_in_status(
+    kube: k8s.Client, kafka: admin.AsyncAdmin, cluster: str
+) -> None:
+    """The schema cannot know the cluster's size: a Topic asking for more replicas than
+    the KafkaCluster has brokers is Ready False with the reason, and no topic is made."""
+    await kube.create(topic_body("too-wide", cluster, partitions=1, replicationFactor=3))
+    refused = await wait_condition(kube, "Topic", "too-wide", "Ready", "False", "RF refused")
+    assert refused["reason"] == "ReplicationFactorTooHigh"
+    assert "3" in refused["message"] and "1" in refused["message"]
+    assert "too-wide" not in await kafka.topic_names()
