@@ -165,12 +165,8 @@ class Session:
         self, set_configs: Mapping[str, str], delete_configs: Sequence[str]
     ) -> None:
         """The cluster-wide dynamic broker config: applies to every broker, no restart."""
-        if not set_configs and not delete_configs:
-            return
-        with _translated():
-            await self._call(
-                self._admin.alter_configs("broker", "", dict(set_configs), list(delete_configs))
-            )
+        if set_configs or delete_configs:
+            await self._alter("broker", "", set_configs, delete_configs)
 
     async def delete_topic(self, name: str) -> bool:
         """False if the topic did not exist."""
