@@ -72,6 +72,18 @@ def now_micro() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def image_paths(path_prefix: str) -> list[str]:
+    """The host directories a container's command runs from (no image is pulled): the
+    project (its sources, for the editable install) and the virtualenv of `path_prefix`,
+    outermost only."""
+    candidates = sorted({HERE.parents[1], Path(path_prefix).parent}, key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in candidates:
+        if not any(path == k or k in path.parents for k in kept):
+            kept.append(path)
+    return [str(path) for path in kept]
+
+
 @dataclass
 class Config:
     server: str
@@ -500,6 +512,10 @@ class PodWorker(threading.Thread):
                     "scratch": str(self.dir / f"scratch-{c.name}-{c.restart_count}"),
                     "mounts": mounts,
                     "hosts": str(self.hosts_file),
+                    # what stands in for the image: the project and its virtualenv, kept
+                    # visible where a volume covers them (an emptyDir at /tmp, with the
+                    # project cloned under /tmp)
+                    "image_paths": image_paths(self.kubelet.cfg.path_prefix),
                     "workdir": spec.get("workingDir") or str(self.dir / "workdir"),
                     "argv": command + args,
                     "env": env,

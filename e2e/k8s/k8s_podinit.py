@@ -147,11 +147,17 @@ def main() -> None:
     mounts.scratch = Path(pinned(spec["scratch"]))
     sources = [pinned(m["source"]) for m in spec["mounts"]]
     hosts = pinned(spec["hosts"])
+    image = {path: pinned(path) for path in spec.get("image_paths", [])}
     # Parents before children, so a volume under another volume lands inside it.
     for source, m in sorted(
         zip(sources, spec["mounts"], strict=True), key=lambda x: len(Path(x[1]["target"]).parts)
     ):
         mounts.bind(source, Path(m["target"]), m["readOnly"], Path(source).is_dir())
+    # The image's files (the project and its virtualenv here) stay where they are even
+    # when a volume covers them, as an image's would under a volume on /tmp.
+    for path, pin in image.items():
+        if any(Path(path) == t or t in Path(path).parents for t in targets):
+            mounts.bind(pin, Path(path), read_only=True)
     mounts.bind(hosts, Path("/etc/hosts"), read_only=False, is_dir=False)
     mounts.ensure(workdir, True)
     if mounts.root != Path("/"):
