@@ -26,7 +26,10 @@ BROKER_TOOLS = {
     "kafka-server-start.sh",
     "kafka-server-stop.sh",
 }
-CLIENT_TOOLS = sorted(name for name in SCRIPTS if name not in BROKER_TOOLS)
+# the Kubernetes operator (operator/src/strom_operator, the `operator` extra: kopf over
+# the client)
+OPERATOR_TOOLS = {"strom-operator"}
+CLIENT_TOOLS = sorted(name for name in SCRIPTS if name not in BROKER_TOOLS | OPERATOR_TOOLS)
 
 # Makes `import confluent_kafka` fail as it does where the extra is not installed.
 BLOCK_CONFLUENT_KAFKA = """
@@ -113,6 +116,11 @@ def test_each_tool_entry_point_runs_its_tool(tool: str) -> None:
     assert callable(importlib.import_module(f"strom.cli.{name}").main)
 
 
+def test_the_operator_entry_point_is_the_operators_main() -> None:
+    assert SCRIPTS["strom-operator"] == "strom_operator.main:main"
+    assert callable(importlib.import_module("strom_operator.main").main)
+
+
 def _pins(requirements: list[str]) -> dict[str, str]:
     out = {}
     for line in requirements:
@@ -122,14 +130,16 @@ def _pins(requirements: list[str]) -> dict[str, str]:
     return out
 
 
-def test_the_lock_pins_the_base_and_both_extras_as_pyproject_does() -> None:
+def test_the_lock_pins_the_base_and_the_extras_as_pyproject_does() -> None:
     project = PYPROJECT["project"]
     assert not any(d.startswith("confluent-kafka") for d in project["dependencies"])
     assert project["optional-dependencies"]["client"] == ["confluent-kafka==2.16.1"]
-    assert "strom[client]" in project["optional-dependencies"]["test"]
+    assert "strom[client]" in project["optional-dependencies"]["operator"]
+    assert "strom[client,operator]" in project["optional-dependencies"]["test"]
     wanted = _pins(
         project["dependencies"]
         + project["optional-dependencies"]["client"]
+        + project["optional-dependencies"]["operator"]
         + project["optional-dependencies"]["test"]
     )
     locked = _pins((ROOT / "requirements.lock").read_text().splitlines())
