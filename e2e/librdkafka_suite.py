@@ -13,6 +13,7 @@ import concurrent.futures
 import contextlib
 import os
 import re
+import secrets
 import shlex
 import signal
 import subprocess
@@ -237,6 +238,11 @@ class Runner:
             KAFKA_PATH=str(self.kafka_path),
             BROKERS=self.bootstraps[case.where] or "",
         )
+        # A seed of its own for each runner process: the seed makes the tests' "random"
+        # topic and group names, and two runners started together (0113's b_ and c_
+        # sub-tests, 4 at a time) were seen sharing them, each consumer group then taking
+        # the other's partitions and both timing out.
+        env["TEST_SEED"] = str(secrets.randbelow(2**31 - 2) + 1)
         env.pop("CI", None)  # CI=... makes some tests skip themselves
         env.pop("SUBTESTS", None)
         if case.subtests:
