@@ -429,7 +429,7 @@ def _kafka_failed(
     body: Mapping[str, Any], step: Pass, outcome: metrics.Outcome, error: kafka_admin.AdminError
 ) -> None:
     """An admin call failed midway: the rest waits for the next pass, the status says why."""
-    reason = "BrokersUnreachable" if isinstance(error, kafka_admin.Unreachable) else "KafkaError"
+    reason = error.reason
     step.refusal = step.refusal or model.Refusal(reason, str(error))
     outcome.failed(KIND, reason)
     events.warning(body, reason, str(error))

@@ -28,9 +28,18 @@ T = TypeVar("T")
 class AdminError(Exception):
     """The brokers refused or failed an admin call; the message is theirs."""
 
+    @property
+    def reason(self) -> str:
+        """The status condition's reason for this failure."""
+        return "KafkaError"
+
 
 class Unreachable(AdminError):
     """No broker of the cluster answered (reason BrokersUnreachable in status)."""
+
+    @property
+    def reason(self) -> str:
+        return "BrokersUnreachable"
 
 
 class TopicExists(AdminError):

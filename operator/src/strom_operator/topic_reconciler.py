@@ -77,9 +77,7 @@ async def _reconcile(
         if plan.changes:
             observed = await session.observe_topic(topic.topic_name)
     except kafka_admin.AdminError as error:
-        reason = (
-            "BrokersUnreachable" if isinstance(error, kafka_admin.Unreachable) else "KafkaError"
-        )
+        reason = error.reason
         outcome.failed(KIND, reason)
         return written(status.topic_conditions([], error=model.Refusal(reason, str(error))))
     if plan.refusals:
