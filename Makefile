@@ -20,9 +20,9 @@ TOOLS_STAMP := $(VENV)/.tools-stamp
 PIP := $(BIN)/python -m pip install --quiet --disable-pip-version-check
 PYTEST_ARGS ?=
 
-.PHONY: install install-python install-runtime tools peers kafka-tools run test lint typecheck unit e2e clean raft-sim
+.PHONY: install install-python install-runtime tools peers spark-jars kafka-tools run test lint typecheck unit e2e clean raft-sim
 
-install: install-python peers kafka-tools
+install: install-python peers kafka-tools spark-jars
 
 install-python: $(STAMP)
 
@@ -51,6 +51,10 @@ $(TOOLS_STAMP): $(RUNTIME_STAMP) requirements.lock
 
 peers:
 	bash e2e/peers/install.sh
+
+# Spark's Kafka connector for the pinned pyspark (spark-on-k8s/pom.xml) -> spark-on-k8s/lib/
+spark-jars:
+	bash spark-on-k8s/install.sh
 
 # Kafka's commands (kafka-topics.sh, ..., connect-standalone.sh, connect-mirror-maker.sh)
 # in .venv/bin, running the pinned Apache Kafka jars of e2e/peers at WARN logging.
@@ -94,7 +98,7 @@ test: install k8s-tools librdkafka-tests lint typecheck
 	$(BIN)/python e2e/run_suite.py $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .strom-data e2e/peers/lib e2e/peers/target
+	rm -rf $(VENV) .strom-data e2e/peers/lib e2e/peers/target spark-on-k8s/lib
 
 include bench/bench.mk
 include e2e/k8s/k8s.mk
