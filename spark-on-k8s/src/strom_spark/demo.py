@@ -18,7 +18,10 @@ from strom_spark import events
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="strom-spark-demo", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="strom-spark-demo",
+        description="Sample events for the Spark pipelines, produced to a topic.",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     views = commands.add_parser("page-views", help="page views (key: user id; JSON value)")
     views.add_argument("--bootstrap-server", required=True)
