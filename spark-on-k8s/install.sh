@@ -11,18 +11,6 @@ log() { echo "spark-on-k8s/install.sh: $*" >&2; }
 # shellcheck source=../e2e/peers/java_peer.sh
 source "$here/../e2e/peers/java_peer.sh"
 
-lib="$here/lib"
-stamp="$lib/.resolved"
-if [[ -f "$stamp" && ! "$here/pom.xml" -nt "$stamp" ]]; then
-    exit 0
-fi
-command -v mvn >/dev/null || apt_install maven
 command -v java >/dev/null || apt_install default-jdk-headless
-log "resolving Spark's Kafka connector from pom.xml into lib/"
-rm -rf "$lib.tmp"
-maven -q -f "$here/pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
-    -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2 \
-    -DoutputDirectory="$lib.tmp"
-rm -rf "$lib"
-mv "$lib.tmp" "$lib"
-touch "$stamp"
+resolve_jars "$here" -DincludeScope=runtime \
+    -DincludeArtifactIds=spark-sql-kafka-0-10_2.13,spark-token-provider-kafka-0-10_2.13,kafka-clients,commons-pool2

@@ -22,6 +22,26 @@ maven() {
     MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -B -Dstyle.color=never "$@"
 }
 
+# resolve_jars DIR [MAVEN_ARG...]: the jars of DIR/pom.xml into DIR/lib/, again whenever
+# pom.xml changes (DIR/lib/.resolved is the stamp); extra arguments go to Maven's
+# copy-dependencies (e.g. -DincludeArtifactIds=... to take only some of them).
+resolve_jars() {
+    local here="$1"
+    shift
+    local lib="$here/lib"
+    local lib_stamp="$lib/.resolved"
+    if [[ -f "$lib_stamp" && ! "$here/pom.xml" -nt "$lib_stamp" ]]; then
+        return 0
+    fi
+    command -v mvn >/dev/null || apt_install maven
+    log "resolving jars from pom.xml into lib/"
+    rm -rf "$lib.tmp"
+    maven -q -f "$here/pom.xml" dependency:copy-dependencies -DoutputDirectory="$lib.tmp" "$@"
+    rm -rf "$lib"
+    mv "$lib.tmp" "$lib"
+    touch "$lib_stamp"
+}
+
 # build_java_peer DIR: the jars of DIR/pom.xml into DIR/lib/ (again whenever pom.xml
 # changes), then DIR/src/*.java into DIR/target/classes/ (again whenever a source file or
 # the jars change). Idempotent: each step is skipped when its output is newer than its inputs.
@@ -32,15 +52,7 @@ build_java_peer() {
     local lib_stamp="$lib/.resolved"
     local classes_stamp="$classes/.compiled"
 
-    if [[ ! -f "$lib_stamp" || "$here/pom.xml" -nt "$lib_stamp" ]]; then
-        command -v mvn >/dev/null || apt_install maven
-        log "resolving jars from pom.xml into lib/"
-        rm -rf "$lib.tmp"
-        maven -q -f "$here/pom.xml" dependency:copy-dependencies -DoutputDirectory="$lib.tmp"
-        rm -rf "$lib"
-        mv "$lib.tmp" "$lib"
-        touch "$lib_stamp"
-    fi
+    resolve_jars "$here"
 
     local need_compile=0
     if [[ ! -f "$classes_stamp" || "$lib_stamp" -nt "$classes_stamp" ]]; then

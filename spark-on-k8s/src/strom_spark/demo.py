@@ -57,7 +57,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(f"strom-spark-demo: {exc}")
     count = args.count if args.count is not None else int(args.duration_s * args.rate)
     start_ms = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
-    sent = _produce(args.bootstrap_server, args.topic, args.seed, count, start_ms, traffic, args)
+    sent = _produce(
+        args.bootstrap_server, args.topic, args.seed, count, start_ms, traffic, not args.no_pacing
+    )
     print(f"sent {sent} page views to {args.topic} (seed {args.seed}, from {start_ms} ms)")
 
 
@@ -68,7 +70,7 @@ def _produce(
     count: int,
     start_ms: int,
     traffic: events.Traffic,
-    args: argparse.Namespace,
+    pacing: bool,
 ) -> int:
     from confluent_kafka import KafkaError, Message, Producer
 
@@ -85,7 +87,7 @@ def _produce(
     clock_ms = start_ms
     for view in events.page_views(seed, count, start_ms, traffic):
         clock_ms = max(clock_ms, view.ts)
-        if not args.no_pacing:
+        if pacing:
             # send each event when the stream's clock reaches it (late ones carry older times)
             ahead_s = (clock_ms - start_ms) / 1000 - (time.monotonic() - started)
             if ahead_s > 0:
