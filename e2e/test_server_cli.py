@@ -153,6 +153,23 @@ def test_sigint_shuts_down_gracefully_and_restart_needs_no_recovery(tmp_path: Pa
     broker.stop()
 
 
+def test_sigterm_repeated_while_stopping_still_ends_in_a_clean_exit(tmp_path: Path) -> None:
+    """Scripts and supervisors send SIGTERM more than once; the broker's exit status stays
+    0 however late the repeat lands (it once died with -15 after "stopped cleanly")."""
+    broker = StromProcess(tmp_path)
+    broker.start()
+    assert broker.proc is not None
+    proc = broker.proc
+    proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 20
+    while proc.poll() is None and time.monotonic() < deadline:
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.002)
+    assert proc.wait(5) == 0, broker.log_tail()
+    assert "stopped cleanly" in broker.log_tail()
+    broker.stop()
+
+
 def port_is_free(port: int) -> bool:
     with socket.socket() as probe:
         try:

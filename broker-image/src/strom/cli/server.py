@@ -71,6 +71,20 @@ async def _serve(config: broker_config.BrokerConfig) -> None:
         await signalled
         log.info("shutting down")
     await broker.stop()
+    _ignore_later_sigterm(loop)
+
+
+def _ignore_later_sigterm(loop: asyncio.AbstractEventLoop) -> None:
+    """A SIGTERM repeated during the stop (a script's second `kill`, a test's) must not
+    kill the stopped broker in its last steps: closing the loop would give SIGTERM back
+    its default action, and the process would end with -15 after "stopped cleanly". Kafka
+    ignores it too once its shutdown hook runs. Blocked while swapped so none lands between."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
 
 
 def _unsupported_roles(quorum: broker_config.QuorumSettings) -> str | None:
