@@ -1,5 +1,6 @@
 """strom.client is an extra: the broker never loads confluent-kafka, the tools say how to
-install it when it is missing, and the lock pins what the tools and tests need.
+install it when it is missing (the Spark tools name the `spark` extra they need too), and
+the lock pins what the tools and tests need.
 
 Each check runs in a fresh interpreter (sys.modules of this one is full of everything)."""
 
@@ -29,18 +30,31 @@ BROKER_TOOLS = {
 # the Kubernetes operator (operator/src/strom_operator, the `operator` extra: kopf over
 # the client)
 OPERATOR_TOOLS = {"strom-operator"}
-CLIENT_TOOLS = sorted(name for name in SCRIPTS if name not in BROKER_TOOLS | OPERATOR_TOOLS)
+# the Spark pipelines' tools (spark-on-k8s/src/strom_spark): pyspark (the `spark` extra);
+# the demo producer also needs the client
+SPARK_TOOLS = {
+    "strom-spark-demo": ("confluent_kafka", "the Kafka client library", "client"),
+    "strom-spark-submit": ("pyspark", "PySpark", "spark"),
+}
+CLIENT_TOOLS = sorted(
+    name for name in SCRIPTS if name not in BROKER_TOOLS | OPERATOR_TOOLS | set(SPARK_TOOLS)
+)
 
-# Makes `import confluent_kafka` fail as it does where the extra is not installed.
-BLOCK_CONFLUENT_KAFKA = """
+
+def blocking(module: str) -> str:
+    """Code that makes `import module` fail as it does where its extra is not installed."""
+    return f"""
 import importlib.abc, sys
 class Blocker(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "confluent_kafka" or name.startswith("confluent_kafka."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        if name == {module!r} or name.startswith({module + "."!r}):
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
         return None
 sys.meta_path.insert(0, Blocker())
 """
+
+
+BLOCK_CONFLUENT_KAFKA = blocking("confluent_kafka")
 
 
 def python(code: str) -> subprocess.CompletedProcess[str]:
@@ -85,19 +99,27 @@ def test_kafkas_server_scripts_run_without_the_client_library() -> None:
     assert "USAGE: kafka-server-start.sh" in done.stderr
 
 
-@pytest.mark.parametrize("tool", CLIENT_TOOLS)
-def test_a_tool_without_the_client_extra_says_how_to_install_it(tool: str) -> None:
-    module, _, function = SCRIPTS[tool].partition(":")
+# what each tool needs beyond the base install, as it names it when missing
+NEEDS = {
+    **{tool: ("confluent_kafka", "the Kafka client library", "client") for tool in CLIENT_TOOLS},
+    **SPARK_TOOLS,
+}
+
+
+@pytest.mark.parametrize("tool", sorted(NEEDS))
+def test_a_tool_without_its_extra_says_how_to_install_it(tool: str) -> None:
+    module, what, extra = NEEDS[tool]
+    entry, _, function = SCRIPTS[tool].partition(":")
     done = python(
-        BLOCK_CONFLUENT_KAFKA
-        + f"import sys, {module}\nsys.argv = [{tool!r}, '--help']\n"
-        + f"sys.exit({module}.{function}())\n"
+        blocking(module)
+        + f"import sys, {entry}\nsys.argv = [{tool!r}, '--help']\n"
+        + f"sys.exit({entry}.{function}())\n"
     )
     assert done.returncode == 1, done
     assert "Traceback" not in done.stderr
     assert done.stderr.strip() == (
-        f"{tool}: the Kafka client library is not installed (confluent-kafka): "
-        "pip install 'strom[client]'"
+        f"{tool}: {what} is not installed ({module.replace('_', '-')}): "
+        f"pip install 'strom[{extra}]'"
     )
 
 
@@ -114,6 +136,14 @@ def test_each_tool_entry_point_runs_its_tool(tool: str) -> None:
     assert callable(getattr(importlib.import_module(module), function))
     name = tool.removeprefix("strom-").replace("-", "_")
     assert callable(importlib.import_module(f"strom.cli.{name}").main)
+
+
+@pytest.mark.parametrize("tool", sorted(SPARK_TOOLS))
+def test_each_spark_tool_entry_point_is_a_strom_spark_main(tool: str) -> None:
+    module, _, function = SCRIPTS[tool].partition(":")
+    assert module == "strom_spark." + tool.removeprefix("strom-spark-")
+    assert function == "main"
+    assert callable(getattr(importlib.import_module(module), function))
 
 
 def test_the_operator_entry_point_is_the_operators_main() -> None:
@@ -135,11 +165,12 @@ def test_the_lock_pins_the_base_and_the_extras_as_pyproject_does() -> None:
     assert not any(d.startswith("confluent-kafka") for d in project["dependencies"])
     assert project["optional-dependencies"]["client"] == ["confluent-kafka==2.16.1"]
     assert "strom[client]" in project["optional-dependencies"]["operator"]
-    assert "strom[client,operator]" in project["optional-dependencies"]["test"]
+    assert "strom[client,operator,spark]" in project["optional-dependencies"]["test"]
     wanted = _pins(
         project["dependencies"]
         + project["optional-dependencies"]["client"]
         + project["optional-dependencies"]["operator"]
+        + project["optional-dependencies"]["spark"]
         + project["optional-dependencies"]["test"]
     )
     locked = _pins((ROOT / "requirements.lock").read_text().splitlines())

@@ -14,7 +14,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from strom_spark import events
+from strom_spark import events, extras
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    extras.require("strom-spark-demo", "confluent_kafka", "the Kafka client library", "client")
     args = _parser().parse_args(argv)
     try:
         traffic = events.Traffic(

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from strom_spark import connector
+from strom_spark import connector, extras
 
 
 def spark_home() -> Path:
@@ -47,6 +47,7 @@ def submit_environment(environ: dict[str, str]) -> dict[str, str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    extras.require("strom-spark-submit", "pyspark", "PySpark", "spark")
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         jars = connector.connector_jars()
