@@ -18,6 +18,11 @@ STROM_OPERATOR_BROKER_ADDRESS    how the operator reaches a cluster's brokers: "
 STROM_OPERATOR_BOOTSTRAP_SERVERS host:port,... for every cluster, overriding the above
                                  (tests whose brokers are local processes, no pods)
 STROM_OPERATOR_KAFKA_TIMEOUT     seconds each admin call may take (10)
+STROM_OPERATOR_SPARK_MASTER      the --master of a SparkJob's spark-submit, as its
+                                 submission Job sees the apiserver
+                                 (k8s://https://kubernetes.default.svc)
+STROM_OPERATOR_SPARK_ENTRYPOINT  the command of the Spark driver and executor containers
+                                 (strom-spark-entrypoint; Spark gives it their args)
 """
 
 from __future__ import annotations
@@ -51,6 +56,8 @@ class OperatorSettings:
     broker_address: BrokerAddress = BrokerAddress.POD_IP
     bootstrap_servers: str | None = None
     kafka_timeout_s: float = 10.0
+    spark_master: str = "k8s://https://kubernetes.default.svc"
+    spark_entrypoint: str = "strom-spark-entrypoint"
 
     @property
     def clusterwide(self) -> bool:
@@ -94,4 +101,6 @@ def from_environment(environ: Mapping[str, str] | None = None) -> OperatorSettin
         broker_address=broker_address,
         bootstrap_servers=text("BOOTSTRAP_SERVERS") or None,
         kafka_timeout_s=number("KAFKA_TIMEOUT", defaults.kafka_timeout_s, float),
+        spark_master=text("SPARK_MASTER") or defaults.spark_master,
+        spark_entrypoint=text("SPARK_ENTRYPOINT") or defaults.spark_entrypoint,
     )
