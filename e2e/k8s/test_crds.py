@@ -31,6 +31,7 @@ OPERATOR_NAMESPACE = "strom"  # the namespace 030-ClusterRoleBinding names
 CRD_NAMES = (
     "crd/kafkaclusters.strom.io",
     "crd/topics.strom.io",
+    "crd/sparkjobs.strom.io",
     "crd/clusterkopfpeerings.kopf.dev",
     "crd/kopfpeerings.kopf.dev",
 )
@@ -130,6 +131,7 @@ def test_examples_apply_with_the_defaults_filled_in(crds: Cluster) -> None:
     )
     assert sorted(dry) == [
         "KafkaCluster/my-cluster",
+        "SparkJob/clickstream",
         "Topic/customer-profiles",
         "Topic/orders",
     ]

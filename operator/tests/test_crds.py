@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 from strom.config import definitions, topics
-from strom_operator.reconcile import model
+from strom_operator.reconcile import model, sparkjobs
+from strom_operator.reconcile.sparkjob_status import State
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = ROOT / "crds"
@@ -86,7 +87,7 @@ def test_the_install_manifests_are_numbered_in_apply_order_and_named_after_their
         assert (doc["kind"], doc["metadata"]["name"]) == (match[2], match[3])
 
 
-@pytest.mark.parametrize("kind", ["KafkaCluster", "Topic"])
+@pytest.mark.parametrize("kind", ["KafkaCluster", "Topic", "SparkJob"])
 def test_crd_is_namespaced_in_the_operators_group_and_version(kind: str) -> None:
     spec = crd(kind)["spec"]
     assert crd(kind)["metadata"]["name"] == f"{spec['names']['plural']}.{model.GROUP}"
@@ -182,6 +183,20 @@ STATUS_FIELDS = {
         "topicName": "string",
         "partitions": "integer",
     },
+    "SparkJob": {
+        "conditions": "array",
+        "observedGeneration": "integer",
+        "state": "string",
+        "attempts": "integer",
+        "attemptNumber": "integer",
+        "submissionFailures": "integer",
+        "submissionJob": "string",
+        "driverPod": "string",
+        "sparkApplicationId": "string",
+        "lastError": "string",
+        "lastSubmissionTime": "string",
+        "terminationTime": "string",
+    },
 }
 
 
@@ -221,7 +236,7 @@ def field_at(schema: Schema, json_path: str) -> Schema:
     return schema
 
 
-@pytest.mark.parametrize("kind", ["KafkaCluster", "Topic"])
+@pytest.mark.parametrize("kind", ["KafkaCluster", "Topic", "SparkJob"])
 def test_printer_columns_read_declared_fields_of_their_type(kind: str) -> None:
     (version,) = crd(kind)["spec"]["versions"]
     schema = version["schema"]["openAPIV3Schema"]
@@ -239,6 +254,9 @@ def test_kafkacluster_columns_are_the_documented_ones() -> None:
     (version,) = crd("Topic")["spec"]["versions"]
     shown = [c["name"] for c in version["additionalPrinterColumns"] if not c.get("priority")]
     assert shown == ["Cluster", "Topic", "Partitions", "Replication", "Ready", "Age"]
+    (version,) = crd("SparkJob")["spec"]["versions"]
+    shown = [c["name"] for c in version["additionalPrinterColumns"] if not c.get("priority")]
+    assert shown == ["State", "Attempts", "Driver", "Age"]
 
 
 def test_scale_subresource_reads_spec_brokers_and_the_status_the_operator_writes() -> None:
@@ -371,12 +389,13 @@ def granted(group: str, resource: str) -> set[str]:
 
 
 def test_cluster_role_covers_the_operators_own_resources() -> None:
-    for kind in ("KafkaCluster", "Topic"):
+    for kind in ("KafkaCluster", "Topic", "SparkJob"):
         plural = crd(kind)["spec"]["names"]["plural"]
         assert {"get", "list", "watch", "patch"} <= granted(model.GROUP, plural)
         assert {"get", "patch"} <= granted(model.GROUP, f"{plural}/status")
+        assert "update" in granted(model.GROUP, f"{plural}/finalizers")
     assert {"get", "patch"} <= granted(model.GROUP, "kafkaclusters/scale")
-    assert {"get", "list", "watch", "delete"} == granted("", "pods")  # never create
+    assert {"get", "list", "watch", "delete"} <= granted("", "pods")
     assert {"create", "patch", "delete"} <= granted("apps", "statefulsets")
     assert {"create", "patch"} <= granted("", "events")
     for peering in crd_plurals("kopf.dev"):
@@ -417,3 +436,129 @@ def test_the_operator_pod_is_locked_down_probed_and_scraped() -> None:
     assert annotations["prometheus.io/scrape"] == "true"
     assert int(annotations["prometheus.io/port"]) == ports["metrics"] == 9405
     assert {"requests", "limits"} <= set(container["resources"])
+
+
+def test_cluster_role_covers_what_a_sparkjob_becomes_and_what_its_driver_is_granted() -> None:
+    """The apiserver refuses a Role that grants more than its creator holds (RBAC's
+    escalation check): the operator must hold every verb of the driver's Role."""
+    for rule in sparkjobs.DRIVER_RULES:
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                assert set(rule["verbs"]) <= granted(group, resource), resource
+    every = {"get", "list", "watch", "create", "patch", "update", "delete"}
+    assert every <= granted("batch", "jobs")
+    assert every <= granted("", "serviceaccounts")
+    for resource in ("roles", "rolebindings"):
+        assert every <= granted("rbac.authorization.k8s.io", resource)
+    assert "bind" not in granted("rbac.authorization.k8s.io", "roles")  # no shortcut
+    assert "escalate" not in granted("rbac.authorization.k8s.io", "roles")
+
+
+# --- the SparkJob schema ------------------------------------------------------------------
+
+
+def test_sparkjob_defaults_match_the_operators_model() -> None:
+    schema = schema_of("SparkJob")
+    defaults = sparkjobs.RestartPolicy()
+    assert node(schema, "spec")["required"] == ["cluster", "image", "mainApplicationFile"]
+    assert node(schema, "spec.imagePullPolicy")["default"] == "IfNotPresent"
+    restart = "spec.restartPolicy"
+    assert node(schema, f"{restart}.type")["default"] == defaults.type.value
+    assert node(schema, f"{restart}.type")["enum"] == [t.value for t in sparkjobs.RestartType]
+    assert node(schema, f"{restart}.onFailureRetries")["default"] == defaults.on_failure_retries
+    assert (
+        node(schema, f"{restart}.onFailureRetryIntervalSeconds")["default"]
+        == defaults.on_failure_interval_s
+    )
+    assert (
+        node(schema, f"{restart}.onSubmissionFailureRetries")["default"]
+        == defaults.on_submission_failure_retries
+    )
+    assert (
+        node(schema, f"{restart}.onSubmissionFailureRetryIntervalSeconds")["default"]
+        == defaults.on_submission_failure_interval_s
+    )
+    for role in ("driver", "executor"):
+        assert node(schema, f"spec.{role}.cores")["default"] == sparkjobs.Resources().cores
+        assert node(schema, f"spec.{role}.memory")["default"] == sparkjobs.Resources().memory
+    assert node(schema, "spec.executor.instances")["default"] == 1
+    assert node(schema, "spec.checkpoint.mountPath")["default"] == "/checkpoint"
+    assert node(schema, "status.state")["enum"] == [s.value for s in State]
+
+
+def test_sparkjob_schema_refuses_the_conf_the_operator_sets() -> None:
+    conf_rules = rules(node(schema_of("SparkJob"), "spec.sparkConf"))
+    for key in sparkjobs.OPERATOR_CONF:
+        assert f"'{key}'" in conf_rules, key
+    assert "spark.kubernetes.driver.label.strom.io/" in conf_rules
+    checkpoint = rules(node(schema_of("SparkJob"), "spec.checkpoint"))
+    assert "has(self.claimName) != has(self.size)" in checkpoint
+
+
+def violations(value: Any, schema: Schema, path: str) -> Iterator[str]:
+    """What the apiserver's OpenAPI validation refuses: unknown fields and wrong types
+    (unknown_fields), a missing required field, a value outside its enum, below its
+    minimum, shorter than minLength, not matching its pattern. CEL rules are the
+    apiserver's alone (e2e/k8s/test_crds.py)."""
+    yield from unknown_fields(value, schema, path)
+    yield from _checks(value, schema, path)
+
+
+def _checks(value: Any, schema: Schema, path: str) -> Iterator[str]:
+    if "enum" in schema and value not in schema["enum"]:
+        yield f"{path}: {value!r} not in {schema['enum']}"
+    if "minimum" in schema and isinstance(value, int) and value < schema["minimum"]:
+        yield f"{path}: {value} is below {schema['minimum']}"
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            yield f"{path}: shorter than {schema['minLength']}"
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            yield f"{path}: {value!r} does not match {schema['pattern']}"
+    if isinstance(value, dict):
+        for required in schema.get("required", []):
+            if required not in value:
+                yield f"{path}.{required}: Required value"
+        for key, child in value.items():
+            child_schema = schema.get("properties", {}).get(key, schema.get("additionalProperties"))
+            if isinstance(child_schema, dict):
+                yield from _checks(child, child_schema, f"{path}.{key}")
+    elif isinstance(value, list) and "items" in schema:
+        for index, item in enumerate(value):
+            yield from _checks(item, schema["items"], f"{path}[{index}]")
+
+
+def test_the_sparkjob_example_is_valid_and_parses_in_the_operator() -> None:
+    (example,) = examples("SparkJob")
+    assert list(violations(example["spec"], node(schema_of("SparkJob"), "spec"), "spec")) == []
+    example["metadata"].update(namespace="default", uid="u")
+    parsed = sparkjobs.parse_sparkjob(example)
+    assert parsed.cluster == "my-cluster"  # the KafkaCluster example's
+    assert parsed.main_application_file == "local:///opt/strom/spark/jobs/clickstream.py"
+    assert parsed.restart.type is sparkjobs.RestartType.ON_FAILURE
+    assert parsed.checkpoint is not None and parsed.checkpoint.size == "1Gi"
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        ({"image": None}, "spec.image: Required value"),
+        ({"mainApplicationFile": None}, "spec.mainApplicationFile: Required value"),
+        ({"imagePullPolicy": "Sometimes"}, "spec.imagePullPolicy: 'Sometimes' not in"),
+        ({"restartPolicy": {"type": "OnError"}}, "spec.restartPolicy.type: 'OnError' not in"),
+        ({"restartPolicy": {"onFailureRetries": -1}}, "spec.restartPolicy.onFailureRetries: -1"),
+        ({"executor": {"instances": -2}}, "spec.executor.instances: -2 is below 0"),
+        ({"driver": {"cores": 0}}, "spec.driver.cores: 0 is below 1"),
+        ({"driver": {"memory": "lots"}}, "spec.driver.memory: 'lots' does not match"),
+        ({"cluster": "My_Cluster"}, "spec.cluster: 'My_Cluster' does not match"),
+        ({"checkpoint": {"size": "1Gi", "mountPath": "checkpoint"}}, "mountPath"),
+        ({"sparkConf": {"spark.executor.cores": 2}}, "is not of type string"),
+        ({"driver": {"env": [{"value": "x"}]}}, "spec.driver.env[0].name: Required value"),
+        ({"restartPolicy": {"type": "OnFailure", "retries": 3}}, "retries: not in the schema"),
+    ],
+)
+def test_the_sparkjob_schema_refuses_bad_specs(change: dict[str, Any], refusal: str) -> None:
+    (example,) = examples("SparkJob")
+    spec = {**example["spec"], **change}
+    spec = {key: value for key, value in spec.items() if value is not None}
+    found = list(violations(spec, node(schema_of("SparkJob"), "spec"), "spec"))
+    assert any(refusal in text for text in found), found
