@@ -4,7 +4,14 @@
 --rate 200 --duration-s 60`` sends page views as they happen (paced by the wall clock,
 event times from now on); ``--count N --no-pacing`` sends N at once (event times still
 spaced by the rate, so windows fill as they would have); ``--seed`` and ``--start-ms``
-make the stream reproducible. Records go with acks=all and idempotence, keyed by user.
+make the stream reproducible.
+
+``strom-spark-demo profiles --bootstrap-server localhost:9092 --users 1000
+--updates 0.1 --tombstones 0.05`` sends the user profiles the enrich pipeline joins
+with (a compacted topic read as a table): one per user, then changed plans, then
+deletions (tombstones: a key with no value).
+
+Records go with acks=all and idempotence, keyed by user.
 """
 
 from __future__ import annotations
@@ -12,9 +19,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
-from strom_spark import events, extras
+from strom_spark import events, extras, profiles
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,12 +47,28 @@ def _parser() -> argparse.ArgumentParser:
     views.add_argument("--min-lateness-s", type=float, default=0.0)
     views.add_argument("--max-lateness-s", type=float, default=0.0)
     views.add_argument("--no-pacing", action="store_true", help="send at once, not in real time")
+    users = commands.add_parser(
+        "profiles", help="user profiles (key: user id; JSON value, or none when deleted)"
+    )
+    users.add_argument("--bootstrap-server", required=True)
+    users.add_argument("--topic", default="user-profiles")
+    users.add_argument("--users", type=int, default=1000, help="a profile for each of them")
+    users.add_argument("--seed", type=int, default=1)
+    users.add_argument("--updates", type=float, default=0.0, help="fraction given a new plan")
+    users.add_argument("--tombstones", type=float, default=0.0, help="fraction then deleted")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     extras.require("strom-spark-demo", "confluent_kafka", "the Kafka client library", "client")
     args = _parser().parse_args(argv)
+    if args.command == "profiles":
+        _send_profiles(args)
+    else:
+        _send_page_views(args)
+
+
+def _send_page_views(args: argparse.Namespace) -> None:
     try:
         traffic = events.Traffic(
             events_per_second=args.rate,
@@ -58,21 +82,48 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(f"strom-spark-demo: {exc}")
     count = args.count if args.count is not None else int(args.duration_s * args.rate)
     start_ms = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
-    sent = _produce(
-        args.bootstrap_server, args.topic, args.seed, count, start_ms, traffic, not args.no_pacing
-    )
+    views = events.page_views(args.seed, count, start_ms, traffic)
+    sent = _produce(args.bootstrap_server, args.topic, _timed(views, start_ms, not args.no_pacing))
     print(f"sent {sent} page views to {args.topic} (seed {args.seed}, from {start_ms} ms)")
 
 
-def _produce(
-    bootstrap: str,
-    topic: str,
-    seed: int,
-    count: int,
-    start_ms: int,
-    traffic: events.Traffic,
-    pacing: bool,
-) -> int:
+def _send_profiles(args: argparse.Namespace) -> None:
+    try:
+        changes = list(
+            profiles.profile_changes(args.seed, args.users, args.updates, args.tombstones)
+        )
+    except ValueError as exc:
+        sys.exit(f"strom-spark-demo: {exc}")
+    sent = _produce(
+        args.bootstrap_server,
+        args.topic,
+        (_Record(change.key(), change.value()) for change in changes),
+    )
+    deleted = sum(change.profile is None for change in changes)
+    print(
+        f"sent {sent} profile records to {args.topic} ({args.users} users, {deleted} deleted; "
+        f"seed {args.seed})"
+    )
+
+
+class _Record(NamedTuple):
+    key: bytes
+    value: bytes | None  # None: a tombstone
+    # when to send it, in seconds after the first record (0: at once)
+    due_s: float = 0.0
+
+
+def _timed(views: Iterable[events.PageView], start_ms: int, pacing: bool) -> Iterator[_Record]:
+    """Each view due when the stream's clock reaches it (late ones carry older times, so
+    the clock is the largest event time so far), or all at once without pacing."""
+    clock_ms = start_ms
+    for view in views:
+        clock_ms = max(clock_ms, view.ts)
+        due_s = (clock_ms - start_ms) / 1000 if pacing else 0.0
+        yield _Record(view.key(), view.to_json(), due_s)
+
+
+def _produce(bootstrap: str, topic: str, records: Iterable[_Record]) -> int:
     from confluent_kafka import KafkaError, Message, Producer
 
     failures: list[str] = []
@@ -85,21 +136,19 @@ def _produce(
         {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 20}
     )
     started = time.monotonic()
-    clock_ms = start_ms
-    for view in events.page_views(seed, count, start_ms, traffic):
-        clock_ms = max(clock_ms, view.ts)
-        if pacing:
-            # send each event when the stream's clock reaches it (late ones carry older times)
-            ahead_s = (clock_ms - start_ms) / 1000 - (time.monotonic() - started)
-            if ahead_s > 0:
-                producer.poll(ahead_s)
+    sent = 0
+    for record in records:
+        ahead_s = record.due_s - (time.monotonic() - started)
+        if ahead_s > 0:
+            producer.poll(ahead_s)
         while True:
             try:
-                producer.produce(topic, view.to_json(), view.key(), on_delivery=delivered)
+                producer.produce(topic, record.value, record.key, on_delivery=delivered)
                 break
             except BufferError:
                 producer.poll(0.1)
         producer.poll(0)
+        sent += 1
     if producer.flush(60) or failures:
-        sys.exit(f"strom-spark-demo: not every event was acknowledged: {failures[:3]}")
-    return count
+        sys.exit(f"strom-spark-demo: not every record was acknowledged: {failures[:3]}")
+    return sent
