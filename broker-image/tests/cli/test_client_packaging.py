@@ -35,6 +35,7 @@ OPERATOR_TOOLS = {"strom-operator"}
 SPARK_TOOLS = {
     "strom-spark-demo": ("confluent_kafka", "the Kafka client library", "client"),
     "strom-spark-submit": ("pyspark", "PySpark", "spark"),
+    "strom-spark-entrypoint": ("pyspark", "PySpark", "spark"),
 }
 CLIENT_TOOLS = sorted(
     name for name in SCRIPTS if name not in BROKER_TOOLS | OPERATOR_TOOLS | set(SPARK_TOOLS)
