@@ -30,15 +30,21 @@ def operator_argv(kubeconfig: str) -> list[str]:
 
 
 def start_operator(
-    cluster: Cluster, namespace: str, log_dir: Path, reconcile_interval_s: float
+    cluster: Cluster,
+    namespace: str,
+    log_dir: Path,
+    reconcile_interval_s: float,
+    more_settings: dict[str, str] | None = None,
 ) -> Component:
-    """The operator watching `namespace`, live (its liveness endpoint answers)."""
+    """The operator watching `namespace`, live (its liveness endpoint answers);
+    `more_settings`: other STROM_OPERATOR_* variables."""
     liveness_port = free_port()
     settings = {
         "STROM_OPERATOR_NAMESPACES": namespace,
         "STROM_OPERATOR_RECONCILE_INTERVAL": str(reconcile_interval_s),
         "STROM_OPERATOR_LIVENESS_PORT": str(liveness_port),
         "STROM_OPERATOR_METRICS_PORT": "0",
+        **(more_settings or {}),
     }
     harness = cluster.harness
     run_id = harness.run_id if harness is not None else "external"
