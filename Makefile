@@ -76,6 +76,8 @@ lint: install-python
 
 typecheck: install-python
 	$(BIN)/mypy
+	# the pipelines are scripts spark-submit runs, not a package: checked by path
+	$(BIN)/mypy spark-on-k8s/jobs/*.py
 
 unit: install-python
 	$(BIN)/pytest broker-image/tests $(PYTEST_ARGS)

@@ -20,6 +20,7 @@ import pytest
 import spark_runs
 from apache_kafka import ApacheKafka
 from confluent_kafka.admin import AdminClient, NewTopic
+from group_checks import log_end_offsets
 from strom_process import StromProcess
 from strom_spark.events import PageView, Traffic, page_views
 from strom_spark.profiles import (
@@ -109,7 +110,7 @@ def run_enrich(bootstrap: str, replication: int, work: Path) -> dict[bytes, byte
     # not a page view: skipped by the job
     records.append((b"u0001", b"not json"))
     spark_runs.produce(bootstrap, VIEWS, records)
-    ends = spark_runs.end_offsets(bootstrap, VIEWS, PARTITIONS)
+    ends = log_end_offsets(bootstrap, VIEWS, PARTITIONS)
 
     progress = work / "progress.jsonl"
     job_args = [

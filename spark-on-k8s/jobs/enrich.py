@@ -35,27 +35,14 @@ crash and the re-run keeps the record the first run sent.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming.query import StreamingQuery
-from pyspark.sql.streaming.readwriter import DataStreamWriter
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import StringType, StructField, StructType
+from strom_spark import streaming
 
-PAGE_VIEW = StructType(
-    [
-        StructField("event_id", StringType()),
-        StructField("user_id", StringType()),
-        StructField("page", StringType()),
-        StructField("referrer", StringType()),
-        StructField("ts", LongType()),
-    ]
-)
 PROFILE = StructType(
     [
         StructField("user_id", StringType()),
@@ -66,57 +53,18 @@ PROFILE = StructType(
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="enrich.py", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--bootstrap-servers",
-        default=os.environ.get("STROM_BOOTSTRAP_SERVERS"),
-        help="the cluster's bootstrap address (default: $STROM_BOOTSTRAP_SERVERS)",
-    )
-    parser.add_argument("--input-topic", default="page-views")
+    parser = streaming.job_parser("enrich.py", (__doc__ or "").split("\n")[0])
     parser.add_argument("--profiles-topic", default="user-profiles")
     parser.add_argument("--output-topic", default="page-views-enriched")
     parser.add_argument("--plan", help="keep only the views of users on this plan (e.g. paid)")
-    parser.add_argument(
-        "--checkpoint-dir",
-        default=os.environ.get("STROM_CHECKPOINT_DIR"),
-        help="where the query keeps its offsets (default: $STROM_CHECKPOINT_DIR)",
-    )
-    parser.add_argument(
-        "--trigger",
-        default="10 seconds",
-        help="a micro-batch interval, or 'available-now' to process what is there and stop",
-    )
-    parser.add_argument("--starting-offsets", default="earliest", help="for a new checkpoint")
-    parser.add_argument("--max-offsets-per-trigger", type=int)
-    parser.add_argument(
-        "--progress-file", help="write the query's micro-batch progress here (JSON lines)"
-    )
     return parser
-
-
-def page_views(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
-    reader = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", args.bootstrap_servers)
-        .option("subscribe", args.input_topic)
-        .option("startingOffsets", args.starting_offsets)
-    )
-    if args.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
-    views = reader.load().select(F.from_json(F.col("value").cast("string"), PAGE_VIEW).alias("v"))
-    return views.where(
-        F.col("v.event_id").isNotNull()
-        & F.col("v.user_id").isNotNull()
-        & F.col("v.page").isNotNull()
-        & F.col("v.ts").isNotNull()
-    ).select("v.event_id", "v.user_id", "v.page", "v.ts")
 
 
 def profile_table(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
     """The profiles topic as it is now, as a table: (user_id, country, plan) per live user."""
     records = (
         spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", args.bootstrap_servers)
+        .options(**streaming.kafka_options(args))
         .option("subscribe", args.profiles_topic)
         .option("startingOffsets", "earliest")
         .option("endingOffsets", "latest")
@@ -153,8 +101,8 @@ def _write_batch(args: argparse.Namespace) -> Callable[[DataFrame, int], None]:
         records = enrich(views, profile_table(views.sparkSession, args))
         (
             records.write.format("kafka")
-            .option("kafka.bootstrap.servers", args.bootstrap_servers)
             .option("kafka.acks", "all")
+            .options(**streaming.kafka_options(args))
             .option("topic", args.output_topic)
             .save()
         )
@@ -162,41 +110,12 @@ def _write_batch(args: argparse.Namespace) -> Callable[[DataFrame, int], None]:
     return write
 
 
-def start(views: DataFrame, args: argparse.Namespace) -> StreamingQuery:
-    writer: DataStreamWriter = (
-        views.writeStream.foreachBatch(_write_batch(args))
-        .queryName("enrich")
-        .option("checkpointLocation", str(Path(args.checkpoint_dir) / "enrich"))
-    )
-    if args.trigger == "available-now":
-        writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=args.trigger)
-    return writer.start()
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if not args.bootstrap_servers or not args.checkpoint_dir:
-        print(
-            "enrich.py: --bootstrap-servers and --checkpoint-dir are required "
-            "(or STROM_BOOTSTRAP_SERVERS and STROM_CHECKPOINT_DIR)",
-            file=sys.stderr,
-        )
-        return 2
-    spark = SparkSession.builder.appName("strom-enrich").getOrCreate()
-    query = start(page_views(spark, args), args)
-    try:
-        # a failed batch fails the job (a SparkJob's restartPolicy then decides)
-        query.awaitTermination()
-    finally:
-        if args.progress_file:
-            with open(args.progress_file, "a") as out:
-                for progress in query.recentProgress:
-                    out.write(json.dumps({"query": query.name, **json.loads(progress.json)}))
-                    out.write("\n")
-        spark.stop()
-    return 0
+def main(argv: Sequence[str] | None = None) -> int:
+    args = streaming.parse_job_args(_parser(), argv)
+    spark = streaming.session("strom-enrich")
+    views = streaming.page_views(spark, args).select("event_id", "user_id", "page", "ts")
+    query = streaming.start(views.writeStream.foreachBatch(_write_batch(args)), args, "enrich")
+    return streaming.run(spark, [query], args.progress_file)
 
 
 if __name__ == "__main__":
