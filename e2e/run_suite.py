@@ -3,9 +3,10 @@
 The Kubernetes tier (e2e/k8s: a control plane, a test kubelet and an operator driving
 broker pods) spends most of its minutes waiting on pods, rolls and reassignments, so it
 runs as a pytest process of its own at the same time as the rest of the suite instead of
-after it. Its output is kept in a file and printed when the rest is done (so the two do
-not interleave), followed by one closing line that adds both runs up. The exit status is
-the first failing run's.
+after it. The Spark pipelines' tests (a Spark JVM each, minutes long) go with it: that
+run is short, the rest is not. Its output is kept in a file and printed when the rest is
+done (so the two do not interleave), followed by one closing line that adds both runs up.
+The exit status is the first failing run's.
 
     python e2e/run_suite.py [pytest args for both runs...]
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 K8S_TIER = "e2e/k8s"
+BESIDE_THE_REST = (K8S_TIER, "e2e/test_spark_clickstream.py", "e2e/test_spark_enrich.py")
 # pytest's last line: "==== 1563 passed, 5 skipped, 2 warnings in 1500.88s (0:25:00) ===="
 _SUMMARY = re.compile(r"^=*\s*\d+ (passed|failed|skipped|errors?|deselected)\b.* in [0-9.]+s\b")
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)")
@@ -53,13 +55,14 @@ def main(argv: list[str]) -> int:
         with k8s_log.open("wb") as sink:
             # its own temp root and no cache writes: two pytest processes share the tree
             k8s = subprocess.Popen(
-                [*pytest, K8S_TIER, "--durations=10", "-p", "no:cacheprovider",
+                [*pytest, *BESIDE_THE_REST, "--durations=10", "-p", "no:cacheprovider",
                  f"--basetemp={scratch}/k8s-tmp", *argv],
                 cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT,
             )  # fmt: skip
             try:
                 rest = subprocess.Popen(
-                    [*pytest, "--durations=25", f"--ignore={K8S_TIER}", *argv],
+                    [*pytest, "--durations=25", *(f"--ignore={path}" for path in BESIDE_THE_REST),
+                     *argv],
                     cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                     errors="replace",
                 )  # fmt: skip
@@ -74,7 +77,7 @@ def main(argv: list[str]) -> int:
             finally:
                 k8s_code = k8s.wait()
         k8s_output = k8s_log.read_text(errors="replace")
-    print(f"\n{'=' * 25} {K8S_TIER}, run beside the rest {'=' * 25}", flush=True)
+    print(f"\n{'=' * 25} {K8S_TIER} and Spark, run beside the rest {'=' * 25}", flush=True)
     print(k8s_output, end="", flush=True)
     total = counts(rest_summary)
     for outcome, number in counts(last_summary(k8s_output)).items():
