@@ -1,7 +1,8 @@
 """The command line: `python -m strom_bench quick|full|profile` (bench/ on PYTHONPATH).
 
 quick and full run every workload on Strom and on Apache Kafka, alternating (A B A B), and
-write bench/results/<timestamp>.{json,md,png}; profile runs P1 against Strom under py-spy
+write bench/results/<timestamp>.{json,md,png} (SP1, the clickstream Spark pipeline, in
+full runs and with --only-sp1); profile runs P1 against Strom under py-spy
 and writes bench/results/<timestamp>-profile-p1.svg (`--workload p2`: P2 on a 3-node Strom
 cluster, <timestamp>-profile-p2-node{1,2}.svg).
 """
@@ -29,6 +30,7 @@ from strom_bench import (
     profiling,
     replicated,
     report,
+    spark_pipeline,
     workloads,
 )
 from strom_bench.plan import PLANS, Plan
@@ -78,7 +80,15 @@ def settings_document(plan: Plan, run_dir: Path) -> dict[str, Any]:
             f"{plan.f1_record_size} B record every {plan.f1_send_interval_ms} ms to a 1-partition "
             f"RF {replicated.REPLICATION_FACTOR} topic, client defaults otherwise; F1 = from the "
             "leader's SIGKILL to the ack of the first record sent after it",
+            "SP1": f"strom-spark-submit --master {spark_pipeline.SPARK_MASTER} "
+            "spark-on-k8s/jobs/clickstream.py --trigger available-now "
+            f"--max-offsets-per-trigger {plan.sp1_max_offsets_per_trigger:,} over "
+            f"{plan.sp1_records:,} page views (seed {spark_pipeline.SEED}) in "
+            f"{plan.sp1_partitions} partitions, produced first (confluent-kafka, acks=all); "
+            "rows over summed triggerExecution of the topic query's micro-batches, the first "
+            "(warm-up) and a short tail left out",
         },
+        "sp1_spark_conf": dict(spark_pipeline.SPARK_CONF),
         "p2_f1_cluster_settings": plan.replication_settings(),
         "c2_kafka_cluster": f"{clusters.KAFKA_CLUSTER_BROKERS}-node KRaft, combined mode, "
         "static quorum (controller.quorum.voters), one node per JVM",
@@ -98,10 +108,11 @@ def run_comparison(
     keep_run_dir: bool,
     only_c2: bool = False,
     only_p2f1: bool = False,
+    only_sp1: bool = False,
 ) -> int:
     """Every round runs Strom's turn, then Kafka's; `only_c2` runs C2 alone in each of the
-    plan's first c2_rounds rounds, `only_p2f1` P2 and F1 alone in theirs (the other figures
-    are then not measured)."""
+    plan's first c2_rounds rounds, `only_p2f1` P2 and F1 alone in theirs, `only_sp1` SP1
+    alone in its (the other figures are then not measured)."""
     started = time.monotonic()
     timestamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     run_dir = BENCH_DIR / "run" / timestamp
@@ -115,7 +126,7 @@ def run_comparison(
             template = run_dir / "kafka-formatted"
             brokers.format_kafka_storage(groups, template, plan.segment_bytes)
         cluster_templates: tuple[Path, ...] = ()
-        if plan.c2_rounds or plan.p2_rounds or plan.f1_rounds:
+        if not only_sp1 and (plan.c2_rounds or plan.p2_rounds or plan.f1_rounds):
             # the nodes of C2's, P2's and F1's clusters: formatted side by side, one cluster id
             cluster_templates = tuple(clusters.kafka_cluster_templates(run_dir / "kafka-cluster"))
             brokers.format_kafka_storages(groups, cluster_templates, plan.segment_bytes)
@@ -128,9 +139,12 @@ def run_comparison(
                     workloads.run_c2(turn)
                 elif only_p2f1:
                     replicated.run_replicated(turn)
+                elif only_sp1:
+                    spark_pipeline.run_sp1(turn)
                 else:
                     workloads.run_turn(turn)
                     replicated.run_replicated(turn)
+                    spark_pipeline.run_sp1(turn)
                 rounds[kind].append(turn.values)
                 rounds[kind] += turn.trials
                 errors += turn.errors
@@ -184,8 +198,16 @@ def run_profile(plan: Plan, results_dir: Path, workload: str = "p1") -> int:
 def plan_for(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
     """The mode's plan as the options change it (parser.error on a contradiction)."""
     plan = PLANS[args.mode]
-    if args.only_c2 and args.only_p2f1:
-        parser.error("--only-c2 and --only-p2f1 exclude each other")
+    only = [name for name in ("only_c2", "only_p2f1", "only_sp1") if getattr(args, name)]
+    if len(only) > 1:
+        parser.error(
+            " and ".join("--" + name.replace("_", "-") for name in only) + " exclude each other"
+        )
+    if args.only_sp1:
+        if plan.mode == "profile":
+            parser.error("profile runs no SP1")
+        plan = dataclasses.replace(plan, sp1_rounds=max(plan.sp1_rounds, 1))
+        plan = dataclasses.replace(plan, rounds=plan.sp1_rounds)
     if args.only_p2f1:
         if plan.mode == "profile":
             parser.error("profile runs no F1")
@@ -209,6 +231,8 @@ def plan_for(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
         plan = dataclasses.replace(plan, rounds=args.rounds)
     if args.only_c2:  # C2 in every round
         plan = dataclasses.replace(plan, c2_rounds=plan.rounds)
+    if args.only_sp1:  # SP1 in every round
+        plan = dataclasses.replace(plan, sp1_rounds=plan.rounds)
     return plan
 
 
@@ -234,6 +258,12 @@ def argument_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run P2 and F1 alone (replication on 3-node clusters), in the mode's rounds of "
         "them (at least once: quick runs them only so)",
+    )
+    parser.add_argument(
+        "--only-sp1",
+        action="store_true",
+        help="run SP1 alone (the clickstream Spark pipeline reading from each broker), in the "
+        "mode's SP1 rounds (at least once: quick runs it only so)",
     )
     parser.add_argument(
         "--workload",
@@ -264,7 +294,12 @@ def main(argv: list[str]) -> int:
         if plan.mode == "profile":
             return run_profile(plan, args.results_dir, args.workload)
         return run_comparison(
-            plan, args.results_dir, args.keep_run_dir, args.only_c2, args.only_p2f1
+            plan,
+            args.results_dir,
+            args.keep_run_dir,
+            args.only_c2,
+            args.only_p2f1,
+            args.only_sp1,
         )
     except (brokers.BrokerFailed, java_tools.ToolFailed, profiling.ProfileFailed) as e:
         print(f"benchmark failed: {e}", file=sys.stderr)

@@ -43,6 +43,11 @@ class Plan:
     f1_send_interval_ms: int  # the probe producer sends one record this often
     f1_record_size: int
     min_insync_replicas: int
+    # SP1 (the clickstream Spark pipeline reading a backlog) in the first sp1_rounds rounds
+    sp1_rounds: int
+    sp1_records: int  # page views produced before the pipeline starts
+    sp1_partitions: int  # of the page-views topic (and the output topic)
+    sp1_max_offsets_per_trigger: int  # rows per micro-batch: sp1_records / this batches
     broker_session_timeout_ms: int  # broker.session.timeout.ms: drives F1
     broker_heartbeat_interval_ms: int  # broker.heartbeat.interval.ms
     segment_bytes: int
@@ -89,6 +94,7 @@ _COMMON: dict[str, Any] = {
     "f1_send_interval_ms": 10,
     "f1_record_size": 100,
     "min_insync_replicas": 2,
+    "sp1_partitions": 3,
     # Kafka's defaults are 9000 and 2000: a dead leader's partitions then stay leaderless
     # for ~9 s on both brokers. P2's and F1's clusters run both with a 1 s session and 4
     # heartbeats per session (Kafka's defaults give 4.5); see bench/README.md, F1.
@@ -115,6 +121,11 @@ QUICK = Plan(
     p2_records=40_000,
     f1_rounds=0,
     f1_trials=3,
+    # SP1 (a Spark JVM per side, ~1 min each) does not fit the quick budget either;
+    # `quick --only-sp1` runs it once at these sizes
+    sp1_rounds=0,
+    sp1_records=300_000,
+    sp1_max_offsets_per_trigger=50_000,
     **_COMMON,
 )
 
@@ -134,6 +145,9 @@ FULL = Plan(
     p2_records=GIB // KIB,  # as P1-1KiB: 1 GiB of values
     f1_rounds=1,
     f1_trials=10,
+    sp1_rounds=3,
+    sp1_records=1_000_000,  # ~30 s of micro-batches on 2 cores (Spark: ~30-50k rows/s)
+    sp1_max_offsets_per_trigger=100_000,
     **_COMMON,
 )
 
@@ -154,6 +168,9 @@ PROFILE = Plan(
     p2_records=300_000,
     f1_rounds=0,
     f1_trials=0,
+    sp1_rounds=0,
+    sp1_records=0,
+    sp1_max_offsets_per_trigger=1,
     **_COMMON,
 )
 

@@ -23,6 +23,18 @@ def test_only_p2f1_runs_their_rounds_and_quick_runs_them_once() -> None:
     assert _plan("quick").p2_rounds == _plan("quick").f1_rounds == 0
 
 
+def test_full_runs_sp1_in_its_rounds_and_only_sp1_runs_it_alone() -> None:
+    assert (_plan("full").sp1_rounds, _plan("full").rounds) == (3, 5)
+    assert _plan("quick").sp1_rounds == 0  # a Spark JVM per side is past quick's budget
+    full = _plan("full", "--only-sp1")
+    assert (full.rounds, full.sp1_rounds) == (3, 3)
+    quick = _plan("quick", "--only-sp1")
+    assert (quick.rounds, quick.sp1_rounds, quick.sp1_records) == (1, 1, 300_000)
+    assert quick.sp1_records // quick.sp1_max_offsets_per_trigger >= 3  # several batches
+    more = _plan("quick", "--only-sp1", "--rounds", "3")
+    assert (more.rounds, more.sp1_rounds) == (3, 3)
+
+
 def test_the_broker_session_is_set_for_both_sides_at_once() -> None:
     changed = _plan(
         "full", "--broker-session-timeout-ms", "9000", "--broker-heartbeat-interval-ms", "2000"
@@ -36,3 +48,7 @@ def test_contradicting_options_are_refused() -> None:
         _plan("full", "--only-c2", "--only-p2f1")
     with pytest.raises(SystemExit):
         _plan("profile", "--only-p2f1")
+    with pytest.raises(SystemExit):
+        _plan("full", "--only-sp1", "--only-c2")
+    with pytest.raises(SystemExit):
+        _plan("profile", "--only-sp1")
