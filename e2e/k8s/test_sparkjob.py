@@ -31,7 +31,13 @@ test sets for it:
   uploads to spark.kubernetes.file.upload.path (a host folder: pods see the host's
   files). In the Spark image (spark-on-k8s/Dockerfile) they are in Spark's jars/ and
   nothing is uploaded;
-- pod resource requests are small (no cgroups here; the node has this machine's 2 cores).
+- pod resource requests are small (no cgroups here; the node has this machine's 2 cores);
+- the queries' checkpoint is a host folder (--checkpoint-dir), which the driver and the
+  executor both see, not the SparkJob's checkpoint PVC: in the test kubelet a PVC mounted
+  below /var is covered by the overlay of /var that Spark's emptyDir (/var/data/...) gets,
+  so each pod wrote into its own overlay; one directly below / (the example's /checkpoint)
+  gives the pod a root of its own, where the driver failed to reach the apiserver
+  ("PKIX path building failed"). The operator's tier checks the PVC and its mounts.
 """
 
 from __future__ import annotations
@@ -307,6 +313,9 @@ def test_a_sparkjob_counts_page_views_with_executor_pods_and_succeeds(
     assert owners == [status["driverPod"]]
     assert executors[0]["status"]["containerStatuses"][0]["state"].get("terminated")
 
+    # the queries' offsets and the executor's window state, both in the one checkpoint
+    assert list((checkpoint / "topic" / "commits").iterdir())
+    assert list((checkpoint / "topic" / "state").iterdir())
     table = read_table(address)
     assert table == {
         window.key.encode(): json.dumps(

@@ -65,6 +65,11 @@ def test_the_driver_adds_the_connector_to_the_jars_of_its_properties_file(
     assert (
         flag(argv, "--jars") == "/lib/spark-sql-kafka.jar,/lib/kafka-clients.jar,file:/up/mine.jar"
     )
+    uploaded = tmp_path / "uploaded.properties"
+    uploaded.write_text("spark.jars=file\\:/up/u-1/kafka-clients.jar\n")
+    args = ["--properties-file", str(uploaded), *DRIVER_ARGS[2:]]
+    argv = entrypoint.driver_argv(args, {"SPARK_DRIVER_BIND_ADDRESS": "10.0.0.1"}, CONNECTOR)
+    assert flag(argv, "--jars") == "/lib/spark-sql-kafka.jar,file:/up/u-1/kafka-clients.jar"
     without = entrypoint.driver_argv(
         DRIVER_ARGS, {"SPARK_DRIVER_BIND_ADDRESS": "10.0.0.1"}, CONNECTOR
     )

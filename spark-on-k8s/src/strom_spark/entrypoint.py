@@ -101,6 +101,10 @@ def driver_argv(args: Sequence[str], env: Mapping[str, str], jars: Sequence[Path
     given = _properties_jars(args)
     if given and jars and not any(a == "--jars" or a.startswith("--jars=") for a in args):
         rest = ["--jars", given, *rest]
+        # a jar the submission uploaded already (spark-submit in cluster mode uploads the
+        # --jars it had) is not added twice: Spark refuses a second jar of the same name
+        names = {part.rstrip("/").rsplit("/", 1)[-1] for part in given.split(",")}
+        jars = [jar for jar in jars if jar.name not in names]
     return submit.submit_argv(rest, jars)
 
 
