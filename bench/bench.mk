@@ -14,8 +14,9 @@ STROM_BENCH := PYTHONPATH=bench $(BIN)/python -m strom_bench
 .PHONY: bench bench-quick bench-profile bench-profile-p2 bench-setup bench-clean
 
 # Extra Python packages (matplotlib, py-spy) on top of the project's venv, reinstalled when
-# bench/requirements.lock changes; then Kafka's jars and the bench's Java programs.
-bench-setup: $(BENCH_STAMP)
+# bench/requirements.lock changes; then Kafka's jars and the bench's Java programs, and
+# Spark's Kafka connector (SP1 runs the clickstream pipeline).
+bench-setup: $(BENCH_STAMP) spark-jars
 	bash bench/peer/install.sh
 
 $(BENCH_STAMP): bench/requirements.lock | install-python

@@ -147,22 +147,6 @@ def topic_output(bootstrap: str) -> dict[bytes, bytes]:
     return spark_runs.read_table(bootstrap, OUTPUT, PARTITIONS)
 
 
-def expected_topic_output(windows: Sequence[WindowCount]) -> dict[bytes, bytes]:
-    """The records the job writes, byte for byte: Spark's to_json of the output struct."""
-    return {
-        window.key.encode(): json.dumps(
-            {
-                "page": window.page,
-                "window_start": window.window_start,
-                "window_end": window.window_end,
-                "count": window.count,
-            },
-            separators=(",", ":"),
-        ).encode()
-        for window in windows
-    }
-
-
 def parquet_output(path: Path) -> list[WindowCount]:
     """The rows of the files the sink's log lists (a crashed batch's files are not)."""
     files: set[str] = set()
@@ -230,7 +214,7 @@ def test_clickstream_on_strom_is_exact_through_a_broker_kill_and_a_job_crash(
     restarts = run_phases(work, cluster.bootstrap, {2: kill_broker, 3: crash_and_resume})
     print(f"the job was restarted {restarts} time(s) after it died")
 
-    assert topic_output(cluster.bootstrap) == expected_topic_output(reference.counts)
+    assert topic_output(cluster.bootstrap) == dict(window.record() for window in reference.counts)
     assert parquet_output(work / "parquet") == list(reference.final())
     assert len(reference.final()) == len(reference.counts) - 1  # all but the closing one
 
@@ -240,5 +224,5 @@ def test_clickstream_on_apache_kafka_gives_the_same_output(
 ) -> None:
     create_topics(kafka.bootstrap, 1)
     assert run_phases(tmp_path / "job", kafka.bootstrap, {}) == 0
-    assert topic_output(kafka.bootstrap) == expected_topic_output(reference.counts)
+    assert topic_output(kafka.bootstrap) == dict(window.record() for window in reference.counts)
     assert parquet_output(tmp_path / "job" / "parquet") == list(reference.final())

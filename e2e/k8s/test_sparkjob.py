@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+import spark_runs
 from confluent_kafka.admin import AdminClient, NewTopic
 from k8s_harness import Cluster, wait_for
 from kafka_observer import bootstrap_servers
@@ -217,48 +217,6 @@ def page_views() -> list[Any]:
     return [view for view in generate(7, 600, T0, traffic) if view.ts < T0 + 15_000]
 
 
-def produce(bootstrap: str, records: list[tuple[bytes, bytes]]) -> None:
-    failures: list[str] = []
-
-    def delivered(error: KafkaError | None, _message: Message) -> None:
-        if error is not None:
-            failures.append(str(error))
-
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
-    for key, value in records:
-        producer.produce(INPUT, value, key, on_delivery=delivered)
-        producer.poll(0)
-    assert producer.flush(60) == 0 and not failures, failures[:3]
-
-
-def read_table(bootstrap: str) -> dict[bytes, bytes]:
-    """The output topic as a table: the latest value of each key."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "e2e-sparkjob", "enable.auto.commit": False}
-    )
-    table: dict[bytes, bytes] = {}
-    try:
-        for partition in range(PARTITIONS):
-            low, high = consumer.get_watermark_offsets(TopicPartition(OUTPUT, partition), 30)
-            if high <= low:
-                continue
-            consumer.assign([TopicPartition(OUTPUT, partition, low)])
-            deadline = time.monotonic() + 60
-            position = low
-            while position < high:
-                assert time.monotonic() < deadline, f"{OUTPUT}-{partition}: not read to {high}"
-                message = consumer.poll(1.0)
-                if message is None or message.error():
-                    continue
-                key, value, offset = message.key(), message.value(), message.offset()
-                assert key is not None and value is not None and offset is not None
-                table[key] = value
-                position = offset + 1
-    finally:
-        consumer.close()
-    return table
-
-
 def sparkjob_status(cluster: Cluster) -> JSON:
     return dict(get(cluster, "sparkjob", JOB).get("status") or {})
 
@@ -284,7 +242,7 @@ def test_a_sparkjob_counts_page_views_with_executor_pods_and_succeeds(
     for future in admin.create_topics(topics, request_timeout=30).values():
         future.result(60)
     views = page_views()
-    produce(address, [(view.key(), view.to_json()) for view in views])
+    spark_runs.produce(address, INPUT, [(view.key(), view.to_json()) for view in views])
     expected = expected_counts([views], WINDOW_MS, WATERMARK_MS)
     assert expected.dropped == 0 and len(expected.counts) > 8
 
@@ -316,18 +274,7 @@ def test_a_sparkjob_counts_page_views_with_executor_pods_and_succeeds(
     # the queries' offsets and the executor's window state, both in the one checkpoint
     assert list((checkpoint / "topic" / "commits").iterdir())
     assert list((checkpoint / "topic" / "state").iterdir())
-    table = read_table(address)
-    assert table == {
-        window.key.encode(): json.dumps(
-            {
-                "page": window.page,
-                "window_start": window.window_start,
-                "window_end": window.window_end,
-                "count": window.count,
-            },
-            separators=(",", ":"),
-        ).encode()
-        for window in expected.counts
-    }
+    table = spark_runs.read_table(address, OUTPUT, PARTITIONS)
+    assert table == dict(window.record() for window in expected.counts)
     print(f"\nSparkJob Succeeded: {len(views)} views, {len(table)} windows, "
           f"{time.monotonic() - started:.0f}s from the cluster's bootstrap")  # fmt: skip

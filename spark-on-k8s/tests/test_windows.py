@@ -51,3 +51,9 @@ def test_a_view_whose_fate_depends_on_the_batch_cut_is_refused() -> None:
 def test_bad_window_or_delay_is_refused() -> None:
     with pytest.raises(ValueError, match="window_ms"):
         expected_counts([], 0, 0)
+
+
+def test_a_windows_record_is_what_the_pipeline_writes() -> None:
+    key, value = WindowCount("/a", 60_000, 120_000, 3).record()
+    assert key == b"/a|60000"
+    assert value == b'{"page":"/a","window_start":60000,"window_end":120000,"count":3}'

@@ -17,6 +17,7 @@ when no watermark its phase can raise reaches its window's end.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,17 @@ class WindowCount:
     def key(self) -> str:
         """The record key the pipeline writes the window's count under."""
         return f"{self.page}|{self.window_start}"
+
+    def record(self) -> tuple[bytes, bytes]:
+        """The pipeline's output record for the window, byte for byte (Spark's to_json of
+        its output struct): key and value."""
+        value = {
+            "page": self.page,
+            "window_start": self.window_start,
+            "window_end": self.window_end,
+            "count": self.count,
+        }
+        return self.key.encode(), json.dumps(value, separators=(",", ":")).encode()
 
 
 @dataclass(frozen=True)
