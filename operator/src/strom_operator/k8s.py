@@ -55,6 +55,12 @@ KINDS: dict[str, Kind] = {
     "StorageClass": Kind("storage.k8s.io/v1", "storageclasses", namespaced=False),
     "KafkaCluster": Kind("strom.io/v1alpha1", "kafkaclusters"),
     "Topic": Kind("strom.io/v1alpha1", "topics"),
+    # what a SparkJob involves
+    "SparkJob": Kind("strom.io/v1alpha1", "sparkjobs"),
+    "Job": Kind("batch/v1", "jobs"),
+    "ServiceAccount": Kind("v1", "serviceaccounts"),
+    "Role": Kind("rbac.authorization.k8s.io/v1", "roles"),
+    "RoleBinding": Kind("rbac.authorization.k8s.io/v1", "rolebindings"),
 }
 
 

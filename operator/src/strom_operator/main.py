@@ -19,7 +19,7 @@ from strom_operator.runtime import Runtime
 FINALIZER = f"{model.GROUP}/finalizer"
 
 DESCRIPTION = """\
-The Strom operator: reconciles KafkaCluster and Topic resources (group strom.io).
+The Strom operator: reconciles KafkaCluster, Topic and SparkJob resources (group strom.io).
 
 It reaches the apiserver with --kubeconfig, else $KUBECONFIG or ~/.kube/config, else the
 pod's service account. Kopf keeps its progress in annotations under strom.io/, its

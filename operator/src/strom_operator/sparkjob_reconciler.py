@@ -32,16 +32,6 @@ from strom_operator.runtime import Runtime, now_iso
 logger = logging.getLogger(__name__)
 
 KIND = "SparkJob"
-# the kinds a SparkJob involves, beside the KafkaCluster's (k8s.KINDS)
-SPARK_KINDS = {
-    KIND: k8s.Kind(model.API_VERSION, "sparkjobs"),
-    "Job": k8s.Kind("batch/v1", "jobs"),
-    "ServiceAccount": k8s.Kind("v1", "serviceaccounts"),
-    "Role": k8s.Kind("rbac.authorization.k8s.io/v1", "roles"),
-    "RoleBinding": k8s.Kind("rbac.authorization.k8s.io/v1", "rolebindings"),
-}
-for _kind, _where in SPARK_KINDS.items():
-    k8s.KINDS.setdefault(_kind, _where)
 
 
 async def reconcile(runtime: Runtime, namespace: str, name: str) -> float | None:
