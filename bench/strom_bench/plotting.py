@@ -1,4 +1,5 @@
-"""A PNG of the run: throughput, latency percentiles, memory and failover, Strom beside Kafka.
+"""A PNG of the run: throughput, latency percentiles, memory, failover and the Spark
+pipeline, Strom beside Kafka.
 
 Bars are medians; the whiskers span min to max of the runs.
 """
@@ -22,6 +23,7 @@ PANELS: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("Latency at 5,000 msg/s (lower is better)", "ms", ("L1-p50", "L1-p99", "L1-p99.9"), True),
     ("Resident memory (lower is better)", "MiB", ("M1-idle", "M1-P1", "M1-1000p"), False),
     ("Failover, RF 3 (lower is better)", "s", ("F1", "F1-broker", "F1-controller"), False),
+    ("Spark clickstream (higher is better)", "records/s", ("SP1",), False),
 )  # fmt: skip
 COLOURS = {"Strom": "#1f77b4", "Kafka": "#7f7f7f"}
 BAR_WIDTH = 0.38
