@@ -80,14 +80,16 @@ def connect(
     broker: broker_module.Broker,
     max_request_bytes: int = 1 << 20,
     request_memory: flow_control.RequestMemory | None = None,
+    listener: str = "PLAINTEXT",
 ) -> tuple[connection.KafkaConnection, FakeTransport]:
     dispatcher = dispatch.Dispatcher(broker.context)
     protocol = connection.KafkaConnection(
-        dispatch=lambda r, peer: dispatcher.dispatch(r, "PLAINTEXT", peer),
+        dispatch=lambda r, peer: dispatcher.dispatch(r, listener, peer),
         max_request_bytes=max_request_bytes,
         metrics=broker.metrics,
         on_close=lambda c: None,
         request_memory=request_memory,
+        listener=listener,
     )
     transport = FakeTransport()
     protocol.connection_made(transport)
@@ -109,6 +111,24 @@ async def test_pipelined_requests_are_answered_in_order(broker: broker_module.Br
     assert [correlation_id for correlation_id, _ in answered] == [1, 2, 3, 4, 5]
     assert all(body.error_code == ErrorCode.none for _, body in answered)
     assert not transport.closed
+
+
+async def test_requests_are_counted_and_timed_by_api_and_listener(
+    broker: broker_module.Broker,
+) -> None:
+    protocol, _ = connect(broker, listener="INTERNAL")
+    protocol.data_received(api_versions(1) + api_versions(2))
+    await settle()
+    registry = broker.metrics.registry
+    labels = {"api": "API_VERSIONS", "listener": "INTERNAL"}
+    assert registry.get_sample_value("strom_requests_total", {**labels, "version": "3"}) == 2
+    assert registry.get_sample_value("strom_request_latency_seconds_count", labels) == 2
+    assert (
+        registry.get_sample_value(
+            "strom_requests_total", {**labels, "listener": "PLAINTEXT", "version": "3"}
+        )
+        is None
+    )
 
 
 async def test_unknown_api_versions_version_gets_v0_error_35_and_stays_open(

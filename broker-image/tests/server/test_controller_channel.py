@@ -62,6 +62,7 @@ async def controller_listener(broker: broker_module.Broker) -> AsyncIterator[int
             100 * 1024 * 1024,
             broker.metrics,
             open_connections.discard,
+            listener="CONTROLLER",
             versions=apis.CONTROLLER_VERSIONS,
         )
         open_connections.add(connection)

@@ -39,6 +39,7 @@ from strom.records import batches
 from strom.replication import fetcher, isr_updates, quotas, replica_manager
 from strom.server import (
     cluster_control,
+    cluster_metrics,
     context,
     dispatch,
     flow_control,
@@ -206,6 +207,7 @@ class Broker:
         self.metrics.watch_replication(self._replication_counts)
         self.metrics.watch_replication_quotas(self._quota_readings)
         self.metrics.watch_fetch_sessions(self._fetch_session_counts)
+        cluster_metrics.watch(self.metrics.registry, self.metadata_log, self.metadata)
 
     @property
     def config(self) -> broker_config.BrokerConfig:
@@ -513,6 +515,7 @@ class Broker:
             metrics=self.metrics,
             on_close=tracked.discard,
             request_memory=self._request_memory,
+            listener=listener_name,
             versions=apis.CONTROLLER_VERSIONS if controller else apis.SUPPORTED_VERSIONS,
         )
         tracked.add(connection)

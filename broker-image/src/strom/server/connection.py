@@ -52,9 +52,11 @@ class KafkaConnection(asyncio.Protocol):
         on_close: Callable[[KafkaConnection], None],
         request_memory: flow_control.RequestMemory | None = None,
         *,
+        listener: str,
         versions: apis.VersionTable = apis.SUPPORTED_VERSIONS,
     ) -> None:
         self._dispatch = dispatch
+        self._listener = listener  # its name, for the request metrics
         self._versions = versions  # the listener's table: what this connection decodes
         self._frames = framing.FrameBuffer(max_request_bytes)
         self._metrics = metrics
@@ -209,7 +211,9 @@ class KafkaConnection(asyncio.Protocol):
         except closing.CloseConnection as error:
             self._fail("closed_by_handler", str(error))
             return False
-        self._metrics.requests.labels(api_name, str(request.header.api_version)).inc()
+        self._metrics.requests.labels(
+            api_name, str(request.header.api_version), self._listener
+        ).inc()
         if response is not None:
             parts = apis.encode_response(request.header.correlation_id, response)
             try:
@@ -224,7 +228,9 @@ class KafkaConnection(asyncio.Protocol):
                 self._queue.clear()
                 self._close_transport()
                 return False
-        self._metrics.request_latency.labels(api_name).observe(time.perf_counter() - started)
+        self._metrics.request_latency.labels(api_name, self._listener).observe(
+            time.perf_counter() - started
+        )
         return True
 
     async def _send(self, parts: list[bytes | apis.FileRegion]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -19,23 +19,29 @@ LATENCY_BUCKETS = (
 class BrokerMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        # process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ...
+        # (Kafka: java.lang:type=OperatingSystem); the whole process, on Linux
+        ProcessCollector(registry=self.registry)
+        # `listener`: the listener the connection came in on (PLAINTEXT, CONTROLLER, ...)
         self.requests = Counter(
             "strom_requests",
-            "Requests handled, by API (kafka.network:type=RequestMetrics,name=RequestsPerSec)",
-            ["api", "version"],
+            "Requests handled, by API, version and listener "
+            "(kafka.network:type=RequestMetrics,name=RequestsPerSec)",
+            ["api", "version", "listener"],
             registry=self.registry,
         )
         self.request_errors = Counter(
             "strom_request_errors",
-            "Partition or topic level error codes returned, by API and error",
-            ["api", "error"],
+            "Partition or topic level error codes returned, by API, error and listener "
+            "(kafka.network:type=RequestMetrics,name=ErrorsPerSec)",
+            ["api", "error", "listener"],
             registry=self.registry,
         )
         self.request_latency = Histogram(
             "strom_request_latency_seconds",
-            "Time from a request's arrival to its response being queued "
+            "Time from a request's arrival to its response being queued, by API and listener "
             "(kafka.network:type=RequestMetrics,name=TotalTimeMs)",
-            ["api"],
+            ["api", "listener"],
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
@@ -85,6 +91,21 @@ class BrokerMetrics:
             "strom_connections",
             "Open client connections "
             "(kafka.server:type=socket-server-metrics,name=connection-count)",
+            registry=self.registry,
+        )
+        self.produce_purgatory = Gauge(
+            "strom_produce_purgatory_size",
+            "acks=all produce requests waiting for the in-sync replicas "
+            "(kafka.server:type=DelayedOperationPurgatory,name=PurgatorySize,"
+            "delayedOperation=Produce)",
+            registry=self.registry,
+        )
+        self.fetch_purgatory = Gauge(
+            "strom_fetch_purgatory_size",
+            "Fetch requests waiting for fetch.min.bytes or fetch.max.wait.ms, by fetcher "
+            "(consumer or follower) (kafka.server:type=DelayedOperationPurgatory,"
+            "name=PurgatorySize,delayedOperation=Fetch)",
+            ["fetcher"],
             registry=self.registry,
         )
         self.protocol_errors = Counter(

@@ -132,7 +132,7 @@ async def handle_incremental_alter_configs(
             forwarded=_forwarded(broker, context),
         )
 
-    return await _respond(broker, request, alter)
+    return await _respond(broker, request, context, alter)
 
 
 async def handle_alter_configs(
@@ -153,11 +153,14 @@ async def handle_alter_configs(
             forwarded=_forwarded(broker, context),
         )
 
-    return await _respond(broker, request, alter)
+    return await _respond(broker, request, context, alter)
 
 
 async def _respond(
-    broker: BrokerContext, request: apis.Request, alter: Callable[[Any], Awaitable[None]]
+    broker: BrokerContext,
+    request: apis.Request,
+    context: RequestContext,
+    alter: Callable[[Any], Awaitable[None]],
 ) -> Any:
     """Run `alter` on each resource and answer with one error (or none) per resource."""
     resources = list(request.body.resources)
@@ -182,7 +185,9 @@ async def _respond(
             response["error_code"] = _error_code_of(error)
             response["error_message"] = str(error)
             api = apis.ApiKey(request.header.api_key).name
-            broker.metrics.request_errors.labels(api, response["error_code"].name).inc()
+            broker.metrics.request_errors.labels(
+                api, response["error_code"].name, context.listener
+            ).inc()
         responses.append(response)
     response_type = apis.response_class(request.header.api_key, request.header.api_version)
     return shaping.build(response_type, {"throttle_time": 0, "responses": responses})

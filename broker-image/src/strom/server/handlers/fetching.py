@@ -78,7 +78,7 @@ async def handle_fetch(
     throttled_bytes = 0
     while fetch_context.error == ErrorCode.none:
         answers, total_bytes, has_error, throttled_bytes = _read_all(
-            broker, wanted, int(body.max_bytes), isolation, replica_id
+            broker, wanted, int(body.max_bytes), isolation, replica_id, request_context.listener
         )
         remaining = deadline - broker.clock.monotonic()
         if total_bytes >= int(body.min_bytes) or has_error or remaining <= 0:
@@ -89,7 +89,8 @@ async def handle_fetch(
             break
         waiter = partitions.wait_for_any(waiting, follower=replica_id >= 0)
         try:
-            await asyncio.wait([waiter], timeout=remaining)
+            with broker.metrics.fetch_purgatory.labels(fetcher).track_inprogress():
+                await asyncio.wait([waiter], timeout=remaining)
         finally:
             partitions.release(waiting, waiter)
             waiter.cancel()
@@ -101,7 +102,7 @@ async def handle_fetch(
         [(item.key, _summary(result)) for item, result in answers], broker.clock.time_ms()
     )
     if error != ErrorCode.none:
-        broker.metrics.request_errors.labels("FETCH", error.name).inc()
+        broker.metrics.request_errors.labels("FETCH", error.name, request_context.listener).inc()
     by_topic: dict[str | uuid.UUID, list[dict[str, Any]]] = {}
     # `included` is empty on a session error: no partition is answered then.
     for (item, result), include in zip(answers, included, strict=False):
@@ -201,6 +202,7 @@ def _read_all(
     response_max_bytes: int,
     isolation: outcomes.Isolation,
     replica_id: int,
+    listener: str,
 ) -> tuple[list[tuple[_Wanted, dict[str, Any]]], int, bool, int]:
     """Each partition's answer, their record bytes, whether any has an error, and the
     record bytes of partitions the leader replication quota throttles."""
@@ -219,7 +221,7 @@ def _read_all(
         has_error = has_error or "diverging_epoch" in result
         if result["error_code"] != ErrorCode.none:
             has_error = True
-            broker.metrics.request_errors.labels("FETCH", result["error_code"].name).inc()
+            broker.metrics.request_errors.labels("FETCH", result["error_code"].name, listener).inc()
         answers.append((item, result))
     return answers, total, has_error, throttled
 

@@ -97,9 +97,10 @@ async def handle_produce(
         # On the event loop's clock, which asyncio's timeouts read.
         timeout_s = max(shaping.as_millis(body.timeout), 0) / 1000
         deadline = asyncio.get_running_loop().time() + timeout_s
-        for _, _, appends in appended:
-            for each in appends:
-                await _wait_committed(each, deadline)
+        with broker.metrics.produce_purgatory.track_inprogress():
+            for _, _, appends in appended:
+                for each in appends:
+                    await _wait_committed(each, deadline)
     failed = False
     responses = []
     for name, topic_id, appends in appended:
@@ -108,7 +109,9 @@ async def handle_produce(
             result = _result(broker, name, each)
             if result["error_code"] != ErrorCode.none:
                 failed = True
-                broker.metrics.request_errors.labels("PRODUCE", result["error_code"].name).inc()
+                broker.metrics.request_errors.labels(
+                    "PRODUCE", result["error_code"].name, request_context.listener
+                ).inc()
             results.append(result)
         responses.append({"name": name, "topic_id": topic_id, "partition_responses": results})
     if acks == 0:

@@ -89,7 +89,9 @@ async def handle_create_topics(
         if outcome.error is not None:
             result["error_code"] = error_code_of(outcome.error)
             result["error_message"] = str(outcome.error)
-            broker.metrics.request_errors.labels("CREATE_TOPICS", result["error_code"].name).inc()
+            broker.metrics.request_errors.labels(
+                "CREATE_TOPICS", result["error_code"].name, request_context.listener
+            ).inc()
             continue
         result["num_partitions"] = outcome.partitions
         result["replication_factor"] = outcome.replication_factor
