@@ -53,6 +53,7 @@ async def reconcile(runtime: Runtime, body: Mapping[str, Any]) -> model.JsonObje
         with metrics.reconcile(KIND) as outcome:
             new_status = await _reconcile(runtime, memory, body, outcome)
             await runtime.kube.patch_status(KIND, meta["namespace"], meta["name"], new_status)
+            metrics.record_status(KIND, meta["namespace"], meta["name"], new_status)
             return new_status
 
 

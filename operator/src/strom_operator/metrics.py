@@ -5,18 +5,26 @@ strom_operator_reconcile_seconds{kind}           how long each took
 strom_operator_errors_total{kind,reason}         failures by kind and condition reason
 strom_operator_actions_total{kind,action}        what the operator did to the cluster:
                                                  restart, reassignment, election, ...
+strom_operator_conditions{kind,namespace,name,type}   1 while a resource's status
+                                                 condition is True, 0 while not
+strom_operator_sparkjob_state{namespace,name,state}   1 for a SparkJob's current state
+process_*                                        the operator process: CPU, memory, fds
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import prometheus_client
 from aiohttp import web
 
+from strom_operator.reconcile.sparkjob_status import State
+
 REGISTRY = prometheus_client.CollectorRegistry(auto_describe=True)
+prometheus_client.ProcessCollector(registry=REGISTRY)
 
 RECONCILES = prometheus_client.Counter(
     "strom_operator_reconciles",
@@ -43,6 +51,50 @@ ACTIONS = prometheus_client.Counter(
     ["kind", "action"],
     registry=REGISTRY,
 )
+
+CONDITIONS = prometheus_client.Gauge(
+    "strom_operator_conditions",
+    "A resource's status conditions as last written: 1 while True, 0 while False or "
+    "Unknown (KafkaCluster Ready/Degraded/..., Topic Ready, SparkJob Running/Completed).",
+    ["kind", "namespace", "name", "type"],
+    registry=REGISTRY,
+)
+SPARKJOB_STATE = prometheus_client.Gauge(
+    "strom_operator_sparkjob_state",
+    "1 for a SparkJob's current state (status.state), 0 for the others.",
+    ["namespace", "name", "state"],
+    registry=REGISTRY,
+)
+# the condition types shown per (kind, namespace, name): forgotten ones are removed
+_shown_conditions: dict[tuple[str, str, str], set[str]] = {}
+
+
+def record_status(kind: str, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    """Show the conditions (and a SparkJob's state) of the status just written."""
+    key = (kind, namespace, name)
+    types = set()
+    for condition in status.get("conditions") or []:
+        kind_of = str(condition.get("type"))
+        types.add(kind_of)
+        CONDITIONS.labels(*key, kind_of).set(int(condition.get("status") == "True"))
+    for gone in _shown_conditions.get(key, set()) - types:
+        CONDITIONS.remove(*key, gone)
+    _shown_conditions[key] = types
+    if kind == "SparkJob" and status.get("state") in set(State):
+        for state in State:
+            SPARKJOB_STATE.labels(namespace, name, state.value).set(
+                int(state.value == status["state"])
+            )
+
+
+def forget(kind: str, namespace: str, name: str) -> None:
+    """A resource was deleted: its series go (Prometheus marks them stale)."""
+    for gone in _shown_conditions.pop((kind, namespace, name), set()):
+        CONDITIONS.remove(kind, namespace, name, gone)
+    if kind == "SparkJob":
+        for state in State:
+            with contextlib.suppress(KeyError):
+                SPARKJOB_STATE.remove(namespace, name, state.value)
 
 
 class Outcome:

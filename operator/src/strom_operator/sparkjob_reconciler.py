@@ -46,6 +46,7 @@ async def reconcile(runtime: Runtime, namespace: str, name: str) -> float | None
         with metrics.reconcile(KIND) as outcome:
             new_status, requeue = await _reconcile(runtime, body, outcome)
             await runtime.kube.patch_status(KIND, namespace, name, new_status)
+            metrics.record_status(KIND, namespace, name, new_status)
             return requeue
 
 
@@ -114,6 +115,7 @@ async def delete(runtime: Runtime, body: Mapping[str, Any]) -> None:
     """The finalizer's work: the pods Spark made for this job (drivers; executors too,
     though deleting a driver deletes its executors). The rest is owned by the SparkJob."""
     meta = body["metadata"]
+    metrics.forget(KIND, meta["namespace"], meta["name"])
     selector = {sparkjobs.JOB_LABEL: meta["name"]}
     for pod in await runtime.kube.list("Pod", meta["namespace"], selector):
         if await runtime.kube.delete("Pod", meta["namespace"], pod["metadata"]["name"]):

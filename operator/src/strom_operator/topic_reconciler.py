@@ -31,6 +31,7 @@ async def reconcile(runtime: Runtime, body: Mapping[str, Any]) -> model.JsonObje
     with metrics.reconcile(KIND) as outcome:
         new_status = await _reconcile(runtime, body, outcome)
         await runtime.kube.patch_status(KIND, meta["namespace"], meta["name"], new_status)
+        metrics.record_status(KIND, meta["namespace"], meta["name"], new_status)
         return new_status
 
 
@@ -89,6 +90,7 @@ async def _reconcile(
 async def delete(runtime: Runtime, body: Mapping[str, Any]) -> None:
     """The finalizer's work: delete the Kafka topic this resource owns. Nothing to do
     (the finalizer is released) when the cluster is gone or the topic is not ours."""
+    metrics.forget(KIND, body["metadata"]["namespace"], body["metadata"]["name"])
     try:
         topic = spec.parse_topic(body)
     except model.SpecError:
