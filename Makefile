@@ -96,7 +96,7 @@ raft-sim: install-python
 
 # The Kubernetes tier (e2e/k8s) runs as a second pytest beside the rest (e2e/run_suite.py:
 # it mostly waits on pods); PYTEST_ARGS go to both runs.
-test: install k8s-tools librdkafka-tests lint typecheck
+test: install k8s-tools librdkafka-tests prometheus lint typecheck
 	$(BIN)/python e2e/run_suite.py $(PYTEST_ARGS)
 
 clean:
@@ -106,3 +106,17 @@ include bench/bench.mk
 include e2e/k8s/k8s.mk
 include e2e/chaos.mk
 include e2e/librdkafka/librdkafka.mk
+
+# Debian's Prometheus and promtool (pinned), unpacked into ~/.cache/strom/prometheus for
+# e2e/test_dashboards.py. Grafana does not run here: `make dashboards-preview` renders each
+# dashboard of charts/strom/dashboards/ into a PNG (deploy/dashboards_preview.py), from
+# PROMETHEUS=<url> if given (e.g. docker compose's http://localhost:9090), else from the
+# dev cluster and Prometheus of e2e/test_dashboards.py; into PREVIEW_DIR.
+.PHONY: prometheus dashboards-preview
+PROMETHEUS ?=
+PREVIEW_DIR ?= .strom-data/dashboards-preview
+prometheus:
+	bash deploy/prometheus/install.sh
+
+dashboards-preview: install-python $(BENCH_STAMP) prometheus
+	$(if $(PROMETHEUS),$(BIN)/python deploy/dashboards_preview.py --prometheus $(PROMETHEUS) --out $(PREVIEW_DIR),STROM_DASHBOARDS_PREVIEW=$(PREVIEW_DIR) $(BIN)/pytest e2e/test_dashboards.py -k dev_cluster $(PYTEST_ARGS))
