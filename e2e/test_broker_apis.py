@@ -5,6 +5,7 @@ by timestamp, message.max.bytes, socket.request.max.bytes, Fetch long polling, m
 from __future__ import annotations
 
 import io
+import re
 import socket
 import struct
 import time
@@ -248,6 +249,18 @@ def test_metrics_expose_requests_bytes_and_log_sizes(broker: StromProcess, topic
         text = response.read().decode()
     assert 'strom_requests_total{api="PRODUCE"' in text
     assert 'strom_request_latency_seconds_bucket{api="PRODUCE"' in text
+    # by the listener the client came in on
+    assert re.search(
+        r'^strom_requests_total\{api="PRODUCE",version="\d+",listener="PLAINTEXT"\} [1-9]',
+        text,
+        re.M,
+    )
+    assert 'strom_request_latency_seconds_count{api="PRODUCE",listener="PLAINTEXT"}' in text
+    # a single node: the registered broker, the quorum's leader, the active controller
+    assert "\nstrom_brokers_online 1.0\n" in text
+    assert '\nstrom_raft_state{state="leader"} 1.0\n' in text
+    assert "\nstrom_raft_commit_lag " in text
+    assert "\nprocess_open_fds " in text
     bytes_in = [
         line
         for line in text.splitlines()

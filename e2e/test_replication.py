@@ -70,16 +70,18 @@ def partition_states(
     return {i: (p.leader, sorted(p.isrs)) for i, p in described.topics[topic].partitions.items()}
 
 
-def scraped(cluster: StromCluster, name: str) -> float:
-    """The sum over the running nodes of an unlabelled /metrics sample."""
+def scraped(cluster: StromCluster, name: str, labels: str = "") -> float:
+    """The sum over the running nodes of a /metrics sample, with exactly these labels as
+    the exposition writes them (`state="leader"`), or none."""
+    sample = f"{name}{{{labels}}} " if labels else f"{name} "
     total = 0.0
     for node in cluster.nodes.values():
         if not node.running:
             continue
         with urllib.request.urlopen(f"{node.metrics_url}/metrics", timeout=10) as response:
             for line in response.read().decode().splitlines():
-                if line.startswith(f"{name} "):
-                    total += float(line.split()[1])
+                if line.startswith(sample):
+                    total += float(line.split()[-1])
     return total
 
 
@@ -157,6 +159,27 @@ def test_acknowledged_records_survive_the_leaders_death(cluster: StromCluster) -
     assert read_all(cluster, TOPIC, acked) == acked
     assert scraped(cluster, "strom_under_replicated_partitions") == PARTITIONS
     assert scraped(cluster, "strom_leader_partitions") == PARTITIONS
+    # each survivor's image: two brokers online, the dead one fenced
+    wait_until(
+        lambda: (scraped(cluster, "strom_brokers_online"), scraped(cluster, "strom_fenced_brokers"))
+        == (4, 2),
+        REQUEST_TIMEOUT_S,
+        f"both survivors see broker {dead} fenced",
+    )
+    # one quorum leader, the active controller; it counts what moved off the dead broker
+    wait_until(
+        lambda: (
+            scraped(cluster, "strom_raft_state", 'state="leader"'),
+            scraped(cluster, "strom_raft_state", 'state="follower"'),
+            scraped(cluster, "strom_active_controller"),
+        )
+        == (1, 1, 1),
+        REQUEST_TIMEOUT_S,
+        "one survivor leads the quorum as the active controller, the other follows",
+    )
+    assert scraped(cluster, "strom_partition_leaders", f'broker="{dead}"') == 0
+    # partition 0 was led by its preferred replica, the broker that died
+    assert scraped(cluster, "strom_preferred_replica_imbalance") >= 1
     # writes go on with two in sync (min.insync.replicas=2)
     more = produce(cluster, TOPIC, PARTITIONS * 10)
     assert all(len(values) == 10 for values in more.values())

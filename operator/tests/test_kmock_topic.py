@@ -17,7 +17,7 @@ from operator_tier import (
     wait_condition,
 )
 from strom.client import admin
-from strom_operator import k8s, settings
+from strom_operator import k8s, metrics, settings
 from strom_operator.reconcile import model
 
 
@@ -70,6 +70,12 @@ async def test_topic_lifecycle(kube: k8s.Client, kafka: admin.AsyncAdmin, cluste
     )
     assert ready["reason"] == "PartitionsDecreaseNotSupported"
     assert await partitions_of(kafka, "orders") == 3
+
+    async def ready_gauge_is(value: float | None) -> bool:
+        labels = {"kind": "Topic", "namespace": NAMESPACE, "name": "orders", "type": "Ready"}
+        return metrics.REGISTRY.get_sample_value("strom_operator_conditions", labels) == value
+
+    await eventually(lambda: ready_gauge_is(0), "strom_operator_conditions Ready 0")
     await kube.merge_patch("Topic", NAMESPACE, "orders", {"spec": {"partitions": 3}})
 
     # drift: a config changed by hand (as strom-configs --alter would) is brought back
@@ -91,6 +97,7 @@ async def test_topic_lifecycle(kube: k8s.Client, kafka: admin.AsyncAdmin, cluste
         )
 
     await eventually(gone, "the Kafka topic and the resource deleted")
+    assert await ready_gauge_is(None)  # a deleted resource's series go
 
 
 async def test_second_resource_for_the_same_topic_is_refused(
