@@ -3,8 +3,9 @@
 The Kubernetes tier (e2e/k8s: a control plane, a test kubelet and an operator driving
 broker pods) spends most of its minutes waiting on pods, rolls and reassignments, so it
 runs as a pytest process of its own at the same time as the rest of the suite instead of
-after it. The Spark pipelines' tests (a Spark JVM each, minutes long) go with it: that
-run is short, the rest is not. Its output is kept in a file and printed when the rest is
+after it. The Spark pipelines' tests (a Spark JVM each, minutes long) and librdkafka's
+own test suite (mostly waiting on its clients' timeouts) go with it, so that the two runs
+take about as long. Its output is kept in a file and printed when the rest is
 done (so the two do not interleave), followed by one closing line that adds both runs up.
 The exit status is the first failing run's.
 
@@ -21,7 +22,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 K8S_TIER = "e2e/k8s"
-BESIDE_THE_REST = (K8S_TIER, "e2e/test_spark_clickstream.py", "e2e/test_spark_enrich.py")
+BESIDE_THE_REST = (
+    K8S_TIER,
+    "e2e/test_spark_clickstream.py",
+    "e2e/test_spark_enrich.py",
+    "e2e/test_librdkafka_suite.py",
+)
 # pytest's last line: "==== 1563 passed, 5 skipped, 2 warnings in 1500.88s (0:25:00) ===="
 _SUMMARY = re.compile(r"^=*\s*\d+ (passed|failed|skipped|errors?|deselected)\b.* in [0-9.]+s\b")
 _COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)")
@@ -77,7 +83,7 @@ def main(argv: list[str]) -> int:
             finally:
                 k8s_code = k8s.wait()
         k8s_output = k8s_log.read_text(errors="replace")
-    print(f"\n{'=' * 25} {K8S_TIER} and Spark, run beside the rest {'=' * 25}", flush=True)
+    print(f"\n{'=' * 25} {', '.join(BESIDE_THE_REST)}, run beside the rest {'=' * 25}", flush=True)
     print(k8s_output, end="", flush=True)
     total = counts(rest_summary)
     for outcome, number in counts(last_summary(k8s_output)).items():
