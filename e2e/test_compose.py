@@ -33,11 +33,6 @@ BROKER_DATA_DIR = PurePosixPath("/var/lib/strom")  # the image's VOLUME
 EXTERNAL_LISTENER = "EXTERNAL"
 EXTERNAL_PORT_OFFSET = 10000  # broker-N's EXTERNAL port: its client port + 10000
 PROMETHEUS_CONTAINER_PORT = 9090
-# Written by another change of issue 17: checks of these skip, saying so, until they exist.
-PENDING_SOURCES = {
-    "charts/strom/dashboards": "the Grafana dashboards (issue 17) are not written yet",
-    "deploy/prometheus/strom-rules.yaml": "the alert rules file (issue 17) is not written yet",
-}
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +190,7 @@ def test_prometheus_scrapes_every_broker_and_loads_the_rules(compose: dict[str, 
     assert targets == expected
     assert config["rule_files"] == ["/etc/prometheus/rules/strom-rules.yaml"]
     assert mounts["/etc/prometheus/rules/strom-rules.yaml"] == (
-        "./deploy/prometheus/strom-rules.yaml"
+        "./charts/strom/rules/strom-rules.yaml"
     )
     assert re.fullmatch(r"prom/prometheus:v\d+\.\d+\.\d+", service["image"])
     assert (PROMETHEUS_CONTAINER_PORT, PROMETHEUS_CONTAINER_PORT) in _published_ports(service)
@@ -221,6 +216,17 @@ def test_grafana_is_provisioned_with_prometheus_and_the_dashboards_folder(
     [provider] = provisioning["dashboards"]["providers"]
     dashboards_target = provider["options"]["path"]
     assert mounts[dashboards_target] == "./charts/strom/dashboards"
+    # every panel finds that data source: by its uid, or through a data-source variable
+    # that picks Grafana's default Prometheus
+    for path in sorted((REPO / "charts" / "strom" / "dashboards").glob("*.json")):
+        dashboard = json.loads(path.read_text(encoding="utf-8"))
+        variables = {
+            f"${{{variable['name']}}}"
+            for variable in dashboard.get("templating", {}).get("list", [])
+            if variable["type"] == "datasource" and variable["query"] == datasource["type"]
+        }
+        used = set(re.findall(r'"datasource": \{[^}]*"uid": "([^"]+)"', path.read_text()))
+        assert used <= variables | {datasource["uid"]}, f"{path.name}: data sources {used}"
 
 
 def test_published_ports_are_unique_and_documented(compose: dict[str, Any]) -> None:
@@ -243,16 +249,8 @@ def test_published_ports_are_unique_and_documented(compose: dict[str, Any]) -> N
 
 
 def test_bind_mounted_files_exist(compose: dict[str, Any]) -> None:
-    pending = []
     for name, service in compose["services"].items():
         for target, source in _bind_mounts(service).items():
-            relative = source.removeprefix("./")
-            if relative in PENDING_SOURCES and not (REPO / relative).exists():
-                pending.append(f"{relative}: {PENDING_SOURCES[relative]}")
-                continue
-            assert (REPO / relative).exists(), f"{name}: {source} (mounted at {target}) is missing"
+            assert (REPO / source).exists(), f"{name}: {source} (mounted at {target}) is missing"
     dashboards = REPO / "charts" / "strom" / "dashboards"
-    if dashboards.exists():
-        assert list(dashboards.glob("*.json")), f"{dashboards} has no dashboard"
-    if pending:
-        pytest.skip("; ".join(pending))
+    assert list(dashboards.glob("*.json")), f"{dashboards} has no dashboard"
