@@ -251,7 +251,7 @@ def test_metrics_expose_requests_bytes_and_log_sizes(broker: StromProcess, topic
     assert 'strom_request_latency_seconds_bucket{api="PRODUCE"' in text
     # by the listener the client came in on
     assert re.search(
-        r'^strom_requests_total\{api="PRODUCE",version="\d+",listener="PLAINTEXT"\} [1-9]',
+        r'^strom_requests_total\{api="PRODUCE",listener="PLAINTEXT",version="\d+"\} [1-9]',
         text,
         re.M,
     )
