@@ -96,7 +96,7 @@ raft-sim: install-python
 
 # The Kubernetes tier (e2e/k8s) runs as a second pytest beside the rest (e2e/run_suite.py:
 # it mostly waits on pods); PYTEST_ARGS go to both runs.
-test: install k8s-tools librdkafka-tests prometheus lint typecheck
+test: install k8s-tools helm librdkafka-tests prometheus lint typecheck
 	$(BIN)/python e2e/run_suite.py $(PYTEST_ARGS)
 
 clean:
@@ -119,4 +119,4 @@ prometheus:
 	bash deploy/prometheus/install.sh
 
 dashboards-preview: install-python $(BENCH_STAMP) prometheus
-	$(if $(PROMETHEUS),$(BIN)/python deploy/dashboards_preview.py --prometheus $(PROMETHEUS) --out $(PREVIEW_DIR),STROM_DASHBOARDS_PREVIEW=$(PREVIEW_DIR) $(BIN)/pytest e2e/test_dashboards.py -k dev_cluster $(PYTEST_ARGS))
+	$(if $(PROMETHEUS),$(BIN)/python deploy/dashboards_preview.py --prometheus $(PROMETHEUS) --out $(PREVIEW_DIR),DASHBOARDS_PREVIEW_DIR=$(PREVIEW_DIR) $(BIN)/pytest e2e/test_dashboards.py -k dev_cluster $(PYTEST_ARGS))
