@@ -15,6 +15,7 @@ e2e/test_dashboards.py uses the loading and querying half of this module too.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import re
@@ -170,7 +171,27 @@ def evaluate(
     ]
 
 
-def render(title: str, shown: list[tuple[Panel, list[list[Series]]]], out: Path) -> None:
+def _with_gaps(points: list[tuple[float, float]]) -> tuple[list[datetime], list[float]]:
+    """The points as a line that breaks where samples are missing (a broker down)."""
+    steps = sorted(b[0] - a[0] for a, b in itertools.pairwise(points)) or [0.0]
+    step = steps[len(steps) // 2]
+    times: list[datetime] = []
+    values: list[float] = []
+    for (t, v), following in itertools.zip_longest(points, points[1:]):
+        times.append(datetime.fromtimestamp(t))
+        values.append(v)
+        if following is not None and following[0] - t > 1.5 * step:
+            times.append(datetime.fromtimestamp(t + step))
+            values.append(math.nan)
+    return times, values
+
+
+def render(
+    title: str,
+    shown: list[tuple[Panel, list[list[Series]]]],
+    window: tuple[float, float],
+    out: Path,
+) -> None:
     """One PNG: a grid of plots, one per panel, each series a line with its legend."""
     import matplotlib
 
@@ -190,8 +211,7 @@ def render(title: str, shown: list[tuple[Panel, list[list[Series]]]], out: Path)
         last = None
         for query, result in zip(panel.queries, results, strict=True):
             for series in result[:12]:  # a readable number of lines
-                times = [datetime.fromtimestamp(t) for t, _ in series.points]
-                values = [v for _, v in series.points]
+                times, values = _with_gaps(series.points)
                 ax.plot(times, values, linewidth=1.2, label=legend(query.legend, series.labels))
                 lines += 1
                 last = values[-1] if values else last
@@ -203,6 +223,7 @@ def render(title: str, shown: list[tuple[Panel, list[list[Series]]]], out: Path)
             ax.set_title(f"{panel.title}: {last:g}", fontsize=10, loc="left")
         if 0 < lines <= 8:
             ax.legend(fontsize=6, loc="upper left")
+        ax.set_xlim(datetime.fromtimestamp(window[0]), datetime.fromtimestamp(window[1]))
         ax.set_ylabel(panel.unit, fontsize=7)
         ax.tick_params(labelsize=7)
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))  # type: ignore[no-untyped-call]
@@ -224,7 +245,7 @@ def render_all(
             for panel in panels(stem, dashboard)
         ]
         path = out_dir / f"{stem}.png"
-        render(dashboard["title"], shown, path)
+        render(dashboard["title"], shown, (start, end), path)
         written.append(path)
     return written
 

@@ -11,8 +11,9 @@ EMPTY_HERE with the reason. `promtool check rules` checks the rules file, and pa
 panel query offline. The metric names the panels use are checked against what exists: the
 brokers' from Prometheus, the operator's from its registry, Spark's from pyspark's jar.
 
-STROM_DASHBOARDS_PREVIEW=<dir> also renders each dashboard into <dir>/<name>.png from the
-test's Prometheus (`make dashboards-preview`; matplotlib from bench/requirements.lock).
+DASHBOARDS_PREVIEW_DIR=<dir> also renders each dashboard into <dir>/<name>.png from the
+test's Prometheus (`make dashboards-preview`; matplotlib from bench/requirements.lock). Not
+STROM_*: the brokers this test starts read STROM_<KEY> variables as their settings.
 """
 
 from __future__ import annotations
@@ -481,6 +482,6 @@ def test_panels_and_alerts_over_a_dev_cluster(
         for query in panel.queries:
             assert metric_names(query.expr) <= exported, f"{panel.dashboard}: {panel.title}"
 
-    preview = os.environ.get("STROM_DASHBOARDS_PREVIEW")
+    preview = os.environ.get("DASHBOARDS_PREVIEW_DIR")
     if preview:
         dashboards.render_all(api, started, ended, RATE_INTERVAL, Path(preview).resolve())
