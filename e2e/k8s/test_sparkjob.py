@@ -42,13 +42,10 @@ test sets for it:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import importlib.util
 import ipaddress
 import json
-import socket
-import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
@@ -57,6 +54,7 @@ from typing import Any
 
 import pytest
 import spark_runs
+from api_relay import TcpRelay
 from confluent_kafka.admin import AdminClient, NewTopic
 from k8s_harness import Cluster, wait_for
 from kafka_observer import bootstrap_servers
@@ -120,45 +118,6 @@ def sparkjob(api_url: str, upload_dir: Path, checkpoint_dir: Path) -> str:
         },
     }
     return json.dumps(body)
-
-
-class TcpRelay:
-    """Accepts on (host, port) and pipes each connection to `target`: what makes the
-    apiserver (on 127.0.0.1) reachable from pods at the node's bridge address."""
-
-    def __init__(self, host: str, port: int, target: tuple[str, int]) -> None:
-        self.target = target
-        self.listener = socket.create_server((host, port))
-        self.closed = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.closed.is_set():
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(self.target, timeout=10)
-            except OSError:
-                client.close()
-                continue
-            upstream.settimeout(None)
-            for source, sink in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(source, sink), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        with contextlib.suppress(OSError):
-            while chunk := source.recv(65536):
-                sink.sendall(chunk)
-        for sock in (source, sink):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self.closed.set()
-        self.listener.close()
 
 
 @dataclasses.dataclass(frozen=True)
