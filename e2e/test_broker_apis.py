@@ -5,6 +5,7 @@ by timestamp, message.max.bytes, socket.request.max.bytes, Fetch long polling, m
 from __future__ import annotations
 
 import io
+import os
 import re
 import socket
 import struct
@@ -269,6 +270,19 @@ def test_metrics_expose_requests_bytes_and_log_sizes(broker: StromProcess, topic
     assert bytes_in and float(bytes_in[0].split()[-1]) >= 3000
     size_line = f'strom_log_size_bytes{{partition="0",topic="{topic}"}}'
     assert any(line.startswith(size_line) for line in text.splitlines())
+    # the log dir's filesystem, as DescribeLogDirs reports it: what a disk-full alert reads
+    log_dir = os.path.abspath(broker.log_dir)
+    total = metric_in(text, f'strom_log_dir_total_bytes{{log_dir="{log_dir}"}}')
+    usable = metric_in(text, f'strom_log_dir_usable_bytes{{log_dir="{log_dir}"}}')
+    assert 0 < usable <= total
+    assert metric_in(text, f'strom_log_dir_offline{{log_dir="{log_dir}"}}') == 0
+
+
+def metric_in(text: str, series: str) -> float:
+    """The value of one series (name and labels as Prometheus writes them) in a scrape."""
+    lines = [line for line in text.splitlines() if line.startswith(series + " ")]
+    assert len(lines) == 1, f"{series}: {lines or 'absent'}"
+    return float(lines[0].split()[-1])
 
 
 def metric_value(broker: StromProcess, prefix: str) -> float:

@@ -36,7 +36,7 @@ from strom.coordinator import offsets_log, producer_ids
 from strom.network import channel as channels
 from strom.protocol import apis
 from strom.records import batches
-from strom.replication import fetcher, isr_updates, quotas, replica_manager
+from strom.replication import fetcher, isr_updates, log_dirs, quotas, replica_manager
 from strom.server import (
     cluster_control,
     cluster_metrics,
@@ -203,6 +203,12 @@ class Broker:
         self.loaded = False
         self.ready = False
         self.metrics.watch_logs(self._log_rows)
+        self.metrics.watch_log_dirs(
+            lambda: (
+                (d.path, d.total_bytes, d.usable_bytes, d.error is not None)
+                for d in log_dirs.describe_log_dirs(self.replicas, ())
+            )
+        )
         self.metrics.watch_groups(self._group_rows)
         self.metrics.watch_replication(self._replication_counts)
         self.metrics.watch_replication_quotas(self._quota_readings)

@@ -137,6 +137,10 @@ class BrokerMetrics:
         """Register a scrape-time view of (topic, partition, size, start, end, segments)."""
         self.registry.register(_LogCollector(rows))
 
+    def watch_log_dirs(self, rows: Callable[[], Iterable[tuple[str, int, int, bool]]]) -> None:
+        """Register a scrape-time view of (log dir, total bytes, usable bytes, offline)."""
+        self.registry.register(_LogDirCollector(rows))
+
     def watch_groups(self, rows: Callable[[], Iterable[GroupRow]]) -> None:
         """Register a scrape-time view of consumer groups and their lag."""
         self.registry.register(_GroupCollector(rows))
@@ -375,3 +379,37 @@ class _LogCollector(Collector):
             for family, value in zip(families, values, strict=True):
                 family.add_metric(labels, value)
         yield from families
+
+
+class _LogDirCollector(Collector):
+    """The log dirs' filesystems, as DescribeLogDirs reports them: what a disk-full alert
+    needs without node_exporter or kubelet volume stats."""
+
+    def __init__(self, rows: Callable[[], Iterable[tuple[str, int, int, bool]]]) -> None:
+        self._rows = rows
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        total = GaugeMetricFamily(
+            "strom_log_dir_total_bytes",
+            "Size of the filesystem holding a log dir (DescribeLogDirs' TotalBytes)",
+            labels=["log_dir"],
+        )
+        usable = GaugeMetricFamily(
+            "strom_log_dir_usable_bytes",
+            "Bytes a writer may still use on a log dir's filesystem (DescribeLogDirs' UsableBytes)",
+            labels=["log_dir"],
+        )
+        offline = GaugeMetricFamily(
+            "strom_log_dir_offline",
+            "1 while a log dir cannot be used (kafka.log:type=LogManager,"
+            "name=OfflineLogDirectoryCount, per dir)",
+            labels=["log_dir"],
+        )
+        for path, total_bytes, usable_bytes, is_offline in self._rows():
+            offline.add_metric([path], 1 if is_offline else 0)
+            if not is_offline:
+                total.add_metric([path], total_bytes)
+                usable.add_metric([path], usable_bytes)
+        yield total
+        yield usable
+        yield offline
