@@ -214,3 +214,19 @@ def test_a_replica_judges_the_leader_epoch_before_its_leadership(
     assert follower.read(0, 100, current_leader_epoch=4).error is outcomes.ReadError.NOT_LEADER
     listed = follower.list_offset(outcomes.LATEST, 5)
     assert listed.error is outcomes.ReadError.UNKNOWN_LEADER_EPOCH
+
+
+async def test_coordinator_records_wait_for_the_topics_min_isr(
+    log: partition_log.PartitionLog,
+) -> None:
+    """As Kafka's coordinators append (required acks -1): refused, and nothing written,
+    while the ISR is smaller than the topic's min.insync.replicas."""
+    partition = leader(log, isr=(1,))
+    data = batch(b"offset commit")
+    headers = list(batches.iter_batches(data))
+    refused = await partition.append_records(bytearray(data), headers, NOW, 2)
+    assert refused.error is outcomes.AppendError.NOT_ENOUGH_REPLICAS
+    assert "min.insync.replicas 2" in (refused.message or "")
+    assert partition.log_end_offset == 0
+    written = await partition.append_records(bytearray(data), headers, NOW, 1)
+    assert written.error is None and partition.high_watermark == 1

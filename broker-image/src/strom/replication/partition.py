@@ -267,14 +267,26 @@ class Partition:
         return self._append(data, headers, now_ms)
 
     async def append_records(
-        self, data: bytearray, headers: list[batches.BatchHeader], now_ms: int
+        self,
+        data: bytearray,
+        headers: list[batches.BatchHeader],
+        now_ms: int,
+        min_insync_replicas: int = 1,
     ) -> AppendOutcome:
         """Append a batch the broker built itself (coordinator records), as leader, and
-        return once it is committed."""
+        return once it is committed: as an acks=all produce, refused while the ISR is
+        smaller than the topic's `min_insync_replicas` (Kafka's coordinators append with
+        required acks -1)."""
         if not self.is_leader:
             return AppendOutcome(AppendError.NOT_LEADER)
+        if len(self.isr) < min_insync_replicas:
+            return AppendOutcome(
+                AppendError.NOT_ENOUGH_REPLICAS,
+                f"the ISR {sorted(self.isr)} is smaller than min.insync.replicas "
+                f"{min_insync_replicas}",
+            )
         outcome = self._append(data, headers, now_ms)
-        error = await self.wait_committed(outcome)
+        error = await self.wait_committed(outcome, min_insync_replicas)
         if error is not None:
             return AppendOutcome(error)
         return outcome

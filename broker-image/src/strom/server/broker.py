@@ -278,7 +278,8 @@ class Broker:
         partition = self.replicas.partition(topics.OFFSETS_TOPIC, index)
         if partition is None:
             raise offsets_log.StoreFailed(f"{topics.OFFSETS_TOPIC}-{index} is not hosted here")
-        outcome = await partition.append_records(data, headers, now)
+        min_isr = self.configs.topic(topics.OFFSETS_TOPIC).min_insync_replicas
+        outcome = await partition.append_records(data, headers, now, min_isr)
         if outcome.error is not None:
             raise offsets_log.StoreFailed(outcome.message or outcome.error.value)
 
