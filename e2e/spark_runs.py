@@ -82,7 +82,15 @@ class SparkRun:
         self.proc.wait(30)
 
     def log_tail(self, chars: int = 6000) -> str:
-        return self.log_path.read_text(errors="replace")[-chars:]
+        """Why the job failed, first (Spark's ERROR lines and their causes, which its
+        INFO chatter at the end buries), then the end of the log."""
+        text = self.log_path.read_text(errors="replace")
+        causes = [
+            line
+            for line in text.splitlines()
+            if " ERROR " in line or line.startswith(("Caused by:", "java.", "org.apache."))
+        ]
+        return "\n".join(causes[:40]) + "\n--- the log's end ---\n" + text[-chars:]
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes, bytes]]) -> int:

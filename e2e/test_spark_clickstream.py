@@ -8,11 +8,12 @@ The input comes in phases, each read by the running query before the next is pro
 so that which views are late does not depend on where Spark cuts its micro-batches
 (strom_spark.windows refuses an input where it would). On Strom a broker is SIGKILLed
 while the query reads, and later the Spark job itself is SIGKILLed and started again
-from its checkpoint. (Spark 4.1.1's Kafka source may itself die after a broker loss: its
-offset lookup keeps asking the dead leader until default.api.timeout.ms, then the
-query's progress report fails with a NullPointerException in
-KafkaMicroBatchStream.metrics; the test restarts the job from its checkpoint then, as a
-SparkJob's OnFailure policy does.) The output stays exact because the topic output is
+from its checkpoint. (Spark 4.1.1's Kafka source may itself die around a broker's loss
+and return: its offset lookup fails with "Timed out waiting for a node assignment. Call:
+listOffsets" after default.api.timeout.ms, then the query's progress report fails with a
+NullPointerException in KafkaMicroBatchStream.metrics; Strom's Metadata was checked to
+name only listed brokers as leaders meanwhile. The test restarts the job from its
+checkpoint then, as a SparkJob's OnFailure policy does, up to MAX_RESTARTS times.) The output stays exact because the topic output is
 read as a table (latest count per window key: a batch re-sent after the crash carries
 the same counts) and the Parquet output is read through the file sink's log
 (_spark_metadata), which lists only the files of committed batches.
@@ -43,6 +44,9 @@ PHASE_MS = 15_000  # shorter than the watermark delay: a phase's own views are n
 RATE = 40  # views per second of event time
 T0 = 1_700_000_000_000
 TIMEOUT_S = 240.0
+# a SparkJob's onFailureRetries: the job may die more than once around a broker's loss and
+# return (Spark's offset lookups fail until the metadata settles), more on a loaded machine
+MAX_RESTARTS = 8
 
 
 def phases() -> list[list[PageView]]:
@@ -91,8 +95,8 @@ def job_args(work: Path, bootstrap: str) -> list[str]:
         *("--parquet-path", str(work / "parquet")),
         *("--window", "10 seconds", "--watermark", "20 seconds", "--trigger", "1 second"),
         # Spark's offset lookups give up on a dead leader after this (60 s by default)
-        *("--kafka-option", "default.api.timeout.ms=15000"),
-        *("--kafka-option", "request.timeout.ms=10000"),
+        *("--kafka-option", "default.api.timeout.ms=30000"),
+        *("--kafka-option", "request.timeout.ms=20000"),
     ]
 
 
@@ -134,9 +138,10 @@ def run_phases(
                             timeout=TIMEOUT_S,
                         )
                         break
-                    except spark_runs.JobEnded:
+                    except spark_runs.JobEnded as ended:
                         restarts += 1
-                        assert restarts <= 4, f"the job died {restarts} times"
+                        print(f"phase {number}: the job died, restart {restarts}:\n{ended}")
+                        assert restarts <= MAX_RESTARTS, f"the job died {restarts} times"
                         run = start()
     finally:
         run.kill()
