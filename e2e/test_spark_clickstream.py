@@ -13,10 +13,12 @@ and return: its offset lookup fails with "Timed out waiting for a node assignmen
 listOffsets" after default.api.timeout.ms, then the query's progress report fails with a
 NullPointerException in KafkaMicroBatchStream.metrics; Strom's Metadata was checked to
 name only listed brokers as leaders meanwhile. The test restarts the job from its
-checkpoint then, as a SparkJob's OnFailure policy does, up to MAX_RESTARTS times.) The output stays exact because the topic output is
-read as a table (latest count per window key: a batch re-sent after the crash carries
-the same counts) and the Parquet output is read through the file sink's log
-(_spark_metadata), which lists only the files of committed batches.
+checkpoint then, as a SparkJob's OnFailure policy does, up to MAX_RESTARTS times.)
+
+The output stays exact because the topic output is read as a table (latest count per
+window key: a batch re-sent after the crash carries the same counts) and the Parquet
+output is read through the file sink's log (_spark_metadata), which lists only the files
+of committed batches.
 """
 
 from __future__ import annotations
