@@ -10,8 +10,9 @@ is ready); any node can be killed, stopped and restarted on its own dir and port
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import wire_requests
@@ -104,6 +105,18 @@ class StromCluster:
             except AssertionError as error:
                 failures.append(str(error))
         assert not failures, "\n\n".join(failures)
+
+    @contextlib.contextmanager
+    def started(self) -> Iterator[StromCluster]:
+        """Started for a `with` block; every node still running is SIGKILLed after it (a
+        test that stops nodes itself, or kills them, need not leave them stoppable)."""
+        self.start()
+        try:
+            yield self
+        finally:
+            for node in self.nodes.values():
+                if node.running:
+                    node.kill()
 
     def running(self) -> list[int]:
         return [node_id for node_id, node in self.nodes.items() if node.running]

@@ -358,14 +358,8 @@ class Load:
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[StromCluster]:
-    made = StromCluster(tmp_path / "cluster", overrides=FAST_FENCING)
-    made.start()
-    try:
+    with StromCluster(tmp_path / "cluster", overrides=FAST_FENCING).started() as made:
         yield made
-    finally:
-        for node in made.nodes.values():
-            if node.running:
-                node.kill()
 
 
 @pytest.fixture

@@ -40,14 +40,8 @@ FAST_FENCING = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.
 
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[StromCluster]:
-    made = StromCluster(tmp_path, overrides=FAST_FENCING)
-    made.start()
-    try:
+    with StromCluster(tmp_path, overrides=FAST_FENCING).started() as made:
         yield made
-    finally:
-        for node in made.nodes.values():
-            if node.running:
-                node.kill()
 
 
 def admin(cluster: StromCluster, node_id: int | None = None) -> AdminClient:
