@@ -18,7 +18,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from pathlib import Path
 
-from strom.storage import checkpoints, cleaner, file_handles, segment
+from strom.storage import checkpoints, cleaner, file_handles, segment, txn_index
 from strom.storage.log_config import LogConfig
 
 logger = logging.getLogger(__name__)
@@ -55,6 +55,9 @@ class LoadedLog:
     high_watermark: int
     names: set[str]  # the directory's files, leftovers removed
     legacy_clean: bool  # a per-partition clean-shutdown mark was found
+    # The base offset of the first segment scanned after a crash: the transaction indexes
+    # from there on are rebuilt with the producer state (None: they are all trusted).
+    rebuild_txn_indexes_from: int | None = None
 
 
 def load(
@@ -121,6 +124,7 @@ def load(
         indexes_ok.append(True)
         clean_shutdown = True
 
+    rebuild_txn_indexes_from = None
     if clean_shutdown:
         _recover_segments(segments, [not ok for ok in indexes_ok])
         if known_end is not None and bases:
@@ -144,12 +148,11 @@ def load(
         )
         for recovered in segments:
             recovered.flush()
+        rebuild_txn_indexes_from = segments[min(first_unflushed, len(segments) - 1)].base_offset
     log_end_offset = segments[-1].next_offset
     assert log_end_offset is not None
     recovery_point = log_end_offset
 
-    log_start_offset = max(checkpointed_start or 0, segments[0].base_offset)
-    log_start_offset = min(log_start_offset, log_end_offset)
     log_start_offset = max(checkpointed_start or 0, segments[0].base_offset)
     log_start_offset = min(log_start_offset, log_end_offset)
     return LoadedLog(
@@ -160,6 +163,7 @@ def load(
         checkpointed_high_watermark or 0,
         names,
         legacy_clean,
+        rebuild_txn_indexes_from,
     )
 
 
@@ -172,7 +176,7 @@ def _segment_base_offsets(directory: Path, names: set[str]) -> list[int]:
     known = set(offsets)
     # Index files whose log is gone would otherwise be picked up by a later segment.
     for name in names:
-        for suffix in (segment.INDEX_SUFFIX, segment.TIME_INDEX_SUFFIX):
+        for suffix in (segment.INDEX_SUFFIX, segment.TIME_INDEX_SUFFIX, txn_index.SUFFIX):
             orphan = segment.parse_base_offset(name, suffix)
             if orphan is not None and orphan not in known:
                 (directory / name).unlink()

@@ -39,21 +39,25 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
-from strom.records import batches
+from strom.records import batches, control
 from strom.storage import (
     checkpoints,
     cleaner,
     file_handles,
     leader_epochs,
     log_loader,
+    log_transactions,
     producer_state,
     retention,
     segment,
     time_lookup,
+    txn_index,
 )
 from strom.storage.log_config import LogConfig
 
 logger = logging.getLogger(__name__)
+
+CompletedTxn = producer_state.CompletedTxn
 
 LOG_START_OFFSET_FILE = log_loader.LOG_START_OFFSET_FILE
 RECOVERY_POINT_FILE = log_loader.RECOVERY_POINT_FILE
@@ -204,7 +208,7 @@ class PartitionLog:
             log._changed = dir_offsets.changed
             log._legacy_files = [name for name in LEGACY_CHECKPOINT_FILES if name in names]
         log._load_leader_epochs()
-        log._rebuild_producer_state(names)
+        log._rebuild_producer_state(names, loaded.rebuild_txn_indexes_from)
         log.update_high_watermark(loaded.high_watermark)
         # From here on a crash must lead to recovery. (A managed log's clean mark is the log
         # directory's, which the LogManager removes once every log is open.)
@@ -243,11 +247,13 @@ class PartitionLog:
         cache.truncate_from_start(self._log_start_offset)
         self._leader_epochs = cache
 
-    def _rebuild_producer_state(self, names: set[str] | None = None) -> None:
-        covered = self._producers.load_latest_snapshot(self._log_end_offset, names)
-        if covered < self._log_end_offset:
-            self._producers.replay(self._iter_headers_from(covered))
-        self._snapshot_covers = covered
+    def _rebuild_producer_state(
+        self, names: set[str] | None = None, rebuild_txn_indexes_from: int | None = None
+    ) -> None:
+        self._snapshot_covers = log_transactions.rebuild_producer_state(
+            self._producers, self._segments, self._log_end_offset, rebuild_txn_indexes_from, names
+        )
+        self._producers.on_high_watermark_updated(self._high_watermark)
 
     # -- properties ------------------------------------------------------------------------
 
@@ -299,7 +305,25 @@ class PartitionLog:
         A single node sets it to the log end offset after each append (and after open).
         """
         self._high_watermark = min(max(offset, self._log_start_offset), self._log_end_offset)
+        self._producers.on_high_watermark_updated(self._high_watermark)
         return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which every transaction is decided and replicated: where
+        read_committed consumers stop (Kafka's LSO; the high watermark with no open or
+        unreplicated transaction, never below the log start)."""
+        first_unstable = self._producers.first_unstable_offset()
+        if first_unstable is None:
+            return self._high_watermark
+        return min(max(first_unstable, self._log_start_offset), self._high_watermark)
+
+    def aborted_transactions(
+        self, fetch_offset: int, upper_bound: int
+    ) -> list[txn_index.AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound), for a
+        read_committed fetch."""
+        return log_transactions.aborted_transactions(self._segments, fetch_offset, upper_bound)
 
     def update_config(self, config: LogConfig) -> None:
         self.config = config
@@ -337,6 +361,44 @@ class PartitionLog:
                 duplicate=True,
             )
 
+        return self._write(view, headers, leader_epoch, now_ms)
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        marker: control.EndTxnMarker,
+        leader_epoch: int,
+        now_ms: int,
+    ) -> AppendResult:
+        """Write a commit or abort marker for a producer as leader (WriteTxnMarkers).
+
+        Raises ``InvalidProducerEpochError`` or ``CoordinatorFencedError`` for a marker
+        from an older producer epoch or coordinator; a marker for a producer with no open
+        transaction is written and changes nothing else (a retry is harmless)."""
+        self._check_open()
+        self._producers.check_marker(producer_id, producer_epoch, marker.coordinator_epoch)
+        data = bytearray(
+            control.build_end_txn_marker(
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                commit=marker.commit,
+                coordinator_epoch=marker.coordinator_epoch,
+                timestamp_ms=now_ms,
+            )
+        )
+        view = memoryview(data)
+        headers = [batches.BatchHeader.parse(view)]
+        return self._write(view, headers, leader_epoch, now_ms)
+
+    def _write(
+        self,
+        view: memoryview,
+        headers: Sequence[batches.BatchHeader],
+        leader_epoch: int,
+        now_ms: int,
+    ) -> AppendResult:
+        """Assign offsets, write, and update the producer state."""
         log_append_time = now_ms if self.config.uses_log_append_time else batches.NO_TIMESTAMP
         offset_span = sum(header.last_offset_delta + 1 for header in headers)
         if log_append_time >= 0:
@@ -370,17 +432,23 @@ class PartitionLog:
         if leader_epoch >= 0:
             self._leader_epochs.assign(leader_epoch, first_offset)
         for header, batch in zip(headers, appended, strict=True):
-            if producer_state.tracks(header):
-                self._producers.record(
+            # Control batches other than markers (Raft's) change no producer.
+            marker = log_transactions.marker_in(view, header)
+            if marker is not None:
+                completed = self._producers.record_marker(
                     header.producer_id,
                     header.producer_epoch,
-                    producer_state.BatchMetadata(
-                        header.base_sequence,
-                        header.last_sequence,
-                        batch.base_offset,
-                        batch.last_offset,
-                        batch.max_timestamp,
-                    ),
+                    marker,
+                    batch.base_offset,
+                    batch.max_timestamp,
+                )
+                if completed is not None:
+                    last_stable = self._producers.last_stable_offset_for(completed)
+                    self._producers.complete_txn(completed)
+                    self._index_aborted(completed, last_stable)
+            elif not header.is_control:
+                self._producers.record_data(
+                    header, batch.base_offset, batch.last_offset, batch.max_timestamp
                 )
         self._unflushed_records += sum(header.records_count for header in headers)
         if self._unflushed_records >= self.config.flush_messages:
@@ -388,6 +456,20 @@ class PartitionLog:
         return AppendResult(
             first_offset, next_offset - 1, log_append_time, self._log_start_offset, duplicate=False
         )
+
+    def _index_aborted(self, completed: CompletedTxn, last_stable: int) -> None:
+        """A marker just written ended a transaction: an aborted one goes into the active
+        segment's index (the segment of its marker) with the LSO it left, as Kafka's
+        UnifiedLog.append does."""
+        if completed.is_aborted:
+            self._segments[-1].txn_index.append(
+                txn_index.AbortedTxn(
+                    completed.producer_id,
+                    completed.first_offset,
+                    completed.last_offset,
+                    last_stable,
+                )
+            )
 
     def append_as_follower(self, batch_bytes: bytes | bytearray | memoryview) -> int:
         """Append batches copied from the leader as they are: offsets, epochs and
@@ -446,7 +528,9 @@ class PartitionLog:
         for header in headers:
             if header.partition_leader_epoch >= 0:
                 self._leader_epochs.assign(header.partition_leader_epoch, header.base_offset)
-            self._producers.record_stored(header)
+            done = self._producers.replay_batch(header, log_transactions.marker_in(view, header))
+            if done is not None:
+                self._index_aborted(*done)
         self._unflushed_records += sum(header.records_count for header in headers)
         if self._unflushed_records >= self.config.flush_messages:
             self.flush()
@@ -619,6 +703,9 @@ class PartitionLog:
         if fault is not None:
             fault("swap-renamed")
         now = self._now_ms()
+        # The cleaner keeps every marker, so the replaced segments' aborted transactions
+        # all stay indexed, now in the one segment.
+        aborted = [entry for old in replaced for entry in old.txn_index.entries]
         for old in replaced:
             old.mark_deleted()
             if fault is not None:
@@ -629,6 +716,7 @@ class PartitionLog:
             fault("swap-installed")
         fresh, _ = segment.LogSegment.open(self.directory, base, self.config, now, self._handles)
         fresh.recover()  # builds its indexes and checks every batch
+        fresh.txn_index.replace(aborted)
         fresh.close_writers()
         fresh.flush()
         self._segments[start : start + len(replaced)] = [fresh]

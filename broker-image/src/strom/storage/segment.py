@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from strom.records import batches
-from strom.storage import checkpoints, file_handles, indexes
+from strom.storage import checkpoints, file_handles, indexes, txn_index
 from strom.storage.log_config import LogConfig
 
 logger = logging.getLogger(__name__)
@@ -107,6 +107,8 @@ class LogSegment:
         self._log_file = self._handles.file(log_path, "rb")
         self._write_file = self._handles.file(log_path, "ab")
         self._deleted = False
+        # Aborted transactions whose marker is in this segment; the log writes it.
+        self.txn_index = txn_index.TransactionIndex(self._index_path(txn_index.SUFFIX))
         self._offset_index: indexes.OffsetIndex | None = None
         self._time_index: indexes.TimeIndex | None = None
         self.size = size
@@ -147,7 +149,7 @@ class LogSegment:
         """A new empty segment; existing files with its name are emptied (index files are
         removed: they are created with their first entry)."""
         (directory / file_name(base_offset, LOG_SUFFIX)).write_bytes(b"")
-        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, txn_index.SUFFIX):
             (directory / file_name(base_offset, suffix)).unlink(missing_ok=True)
         handles = handles or file_handles.default_cache()
         return cls(
@@ -414,6 +416,7 @@ class LogSegment:
             self._time_index.close()
 
     def flush(self) -> None:
+        self.txn_index.flush()
         if not self.needs_fsync:
             return
         if self._write_file.is_open:
@@ -570,6 +573,7 @@ class LogSegment:
         if position >= self.size:
             return 0
         removed = self.size - position
+        self.txn_index.truncate_to(offset)
         self.close_writers()
         os.truncate(self.log_path, position)
         self.recover()
@@ -591,6 +595,7 @@ class LogSegment:
         for index in (self._offset_index, self._time_index):
             if index is not None:
                 index.path = index.path.with_name(index.path.name + DELETED_SUFFIX)
+        self.txn_index.rename(self._index_path(txn_index.SUFFIX))
 
     def _paths(self) -> tuple[Path, Path, Path]:
         return (
@@ -605,6 +610,7 @@ class LogSegment:
 
     def delete_files(self) -> None:
         self.release_handles()
+        self.txn_index.delete()
         for path in self._paths():
             path.unlink(missing_ok=True)
 
