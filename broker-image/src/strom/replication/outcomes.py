@@ -22,6 +22,8 @@ class AppendError(enum.Enum):
     OUT_OF_ORDER_SEQUENCE = "out_of_order_sequence"
     INVALID_PRODUCER_EPOCH = "invalid_producer_epoch"
     STORAGE_ERROR = "storage_error"
+    INVALID_TXN_STATE = "invalid_txn_state"
+    TRANSACTION_COORDINATOR_FENCED = "transaction_coordinator_fenced"
 
 
 class ReadError(enum.Enum):
@@ -69,6 +71,9 @@ class ReadOutcome:
     records: regions.RecordRegions | None = None
     # (epoch, end offset) where a follower's log stops agreeing with the leader's
     diverging_epoch: tuple[int, int] | None = None
+    # read_committed: (producer id, first offset) of the aborted transactions the records
+    # overlap, for the consumer to skip; None for read_uncommitted
+    aborted_transactions: tuple[tuple[int, int], ...] | None = None
 
     @property
     def size(self) -> int:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 
 from strom.cluster import image as images
 from strom.protocol import regions
-from strom.records import batches
+from strom.records import batches, control
 from strom.replication import follower_states
 from strom.replication.outcomes import (
     EARLIEST,
@@ -279,13 +279,47 @@ class Partition:
         required acks -1)."""
         if not self.is_leader:
             return AppendOutcome(AppendError.NOT_LEADER)
+        return await self._append_committed(
+            lambda: self._append(data, headers, now_ms), min_insync_replicas
+        )
+
+    async def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        marker: control.EndTxnMarker,
+        now_ms: int,
+        min_insync_replicas: int = 1,
+    ) -> AppendOutcome:
+        """WriteTxnMarkers for one partition: the commit or abort marker appended as
+        leader and committed as an acks=all produce (Kafka's markers are written with
+        required acks -1). A marker from an older producer epoch or coordinator is
+        refused (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED)."""
+        if not self.is_leader:
+            return AppendOutcome(AppendError.NOT_LEADER)
+
+        def write() -> AppendOutcome:
+            try:
+                return self._appended(
+                    lambda: self.log.append_marker(
+                        producer_id, producer_epoch, marker, self.leader_epoch, now_ms
+                    )
+                )
+            except producer_state.CoordinatorFencedError as error:
+                return AppendOutcome(AppendError.TRANSACTION_COORDINATOR_FENCED, str(error))
+
+        return await self._append_committed(write, min_insync_replicas)
+
+    async def _append_committed(
+        self, append: Callable[[], AppendOutcome], min_insync_replicas: int
+    ) -> AppendOutcome:
         if len(self.isr) < min_insync_replicas:
             return AppendOutcome(
                 AppendError.NOT_ENOUGH_REPLICAS,
                 f"the ISR {sorted(self.isr)} is smaller than min.insync.replicas "
                 f"{min_insync_replicas}",
             )
-        outcome = self._append(data, headers, now_ms)
+        outcome = append()
         error = await self.wait_committed(outcome, min_insync_replicas)
         if error is not None:
             return AppendOutcome(error)
@@ -318,12 +352,20 @@ class Partition:
     def _append(
         self, data: bytearray, headers: list[batches.BatchHeader], now_ms: int
     ) -> AppendOutcome:
+        return self._appended(
+            lambda: self.log.append(data, headers, leader_epoch=self.leader_epoch, now_ms=now_ms)
+        )
+
+    def _appended(self, append: Callable[[], partition_log.AppendResult]) -> AppendOutcome:
+        """Run a log append as leader and say what came of it."""
         try:
-            result = self.log.append(data, headers, leader_epoch=self.leader_epoch, now_ms=now_ms)
+            result = append()
         except producer_state.OutOfOrderSequenceError as error:
             return AppendOutcome(AppendError.OUT_OF_ORDER_SEQUENCE, str(error))
         except producer_state.InvalidProducerEpochError as error:
             return AppendOutcome(AppendError.INVALID_PRODUCER_EPOCH, str(error))
+        except producer_state.InvalidTxnStateError as error:
+            return AppendOutcome(AppendError.INVALID_TXN_STATE, str(error))
         except OSError as error:
             self._on_storage_error(error)
             # A full disk or a failing one: the segment cut the partial write back off,
@@ -333,7 +375,6 @@ class Partition:
                 f"Disk error when trying to append to {self.topic}-{self.index}: "
                 f"{error.strerror or error}",
             )
-        records = sum(h.records_count for h in headers)
         if not result.duplicate:
             self._wake_replicas()
             self._maybe_advance_high_watermark()
@@ -343,8 +384,8 @@ class Partition:
             log_start_offset=result.log_start_offset,
             duplicate=result.duplicate,
             last_offset=result.last_offset,
-            size=0 if result.duplicate else len(data),
-            records=records,
+            size=0 if result.duplicate else result.size,
+            records=result.records,
         )
 
     # Following -------------------------------------------------------------------------
@@ -426,8 +467,7 @@ class Partition:
         if not self.is_leader:  # the leader epoch is judged first, as Kafka does
             return ReadOutcome(self.epoch_error(current_leader_epoch) or ReadError.NOT_LEADER)
         high_watermark = self.high_watermark
-        # No transactions yet: the last stable offset is the high watermark.
-        last_stable = high_watermark
+        last_stable = self.log.last_stable_offset
         log_start = self.log.log_start_offset
         error = self.epoch_error(current_leader_epoch)
         if error is not None:
@@ -442,11 +482,16 @@ class Partition:
                 )
             if log_start <= fetch_offset <= limit:
                 self.follower_fetched(follower.replica_id, fetch_offset)
-                high_watermark = last_stable = self.high_watermark
-        if isolation is Isolation.READ_COMMITTED:
+                high_watermark = self.high_watermark
+                last_stable = self.log.last_stable_offset
+        committed_only = isolation is Isolation.READ_COMMITTED
+        if committed_only:
             limit = min(limit, last_stable)
+        aborted: tuple[tuple[int, int], ...] | None = () if committed_only else None
         if fetch_offset == limit:
-            return ReadOutcome(None, high_watermark, last_stable, log_start)
+            return ReadOutcome(
+                None, high_watermark, last_stable, log_start, aborted_transactions=aborted
+            )
         try:
             read = self.log.read(
                 fetch_offset, max(max_bytes, 0), max_offset=limit, min_one_batch=min_one_batch
@@ -456,7 +501,16 @@ class Partition:
                 ReadError.OFFSET_OUT_OF_RANGE, high_watermark, last_stable, log_start
             )
         records = regions.RecordRegions(self.topic, read.ranges) if read.total_bytes else None
-        return ReadOutcome(None, high_watermark, last_stable, log_start, records)
+        if committed_only and records is not None:
+            # Bounded by the LSO rather than the last offset read: extra entries past the
+            # records are harmless to a consumer, and this needs no scan of the batches.
+            aborted = tuple(
+                (entry.producer_id, entry.first_offset)
+                for entry in self.log.aborted_transactions(fetch_offset, limit)
+            )
+        return ReadOutcome(
+            None, high_watermark, last_stable, log_start, records, aborted_transactions=aborted
+        )
 
     def _diverging(self, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
         """Kafka's check of a follower's fetch: where its last epoch ends in our log; the
@@ -470,9 +524,15 @@ class Partition:
             return epoch, end
         return None
 
-    def list_offset(self, timestamp: int, current_leader_epoch: int = -1) -> ListedOffset:
+    def list_offset(
+        self,
+        timestamp: int,
+        current_leader_epoch: int = -1,
+        isolation: Isolation = Isolation.READ_UNCOMMITTED,
+    ) -> ListedOffset:
         """ListOffsets: earliest (-2, -4), latest (-1), max timestamp (-3), by time (>= 0);
-        tiered-storage specs (-5, -6) answer -1 as Kafka does without tiered storage."""
+        tiered-storage specs (-5, -6) answer -1 as Kafka does without tiered storage.
+        Under read_committed the last stable offset stands for the high watermark."""
         if not self.is_leader:
             return ListedOffset(self.epoch_error(current_leader_epoch) or ReadError.NOT_LEADER)
         error = self.epoch_error(current_leader_epoch)
@@ -483,9 +543,12 @@ class Partition:
             # end, its high watermark may be below what the last leader acknowledged.
             return ListedOffset(ReadError.OFFSET_NOT_AVAILABLE)
         log = self.log
+        visible_end = (
+            log.last_stable_offset if isolation is Isolation.READ_COMMITTED else self.high_watermark
+        )
         found: tuple[int, int] | None  # (timestamp, offset)
         if timestamp == LATEST:
-            found = (-1, self.high_watermark)
+            found = (-1, visible_end)
         elif timestamp in (EARLIEST, EARLIEST_LOCAL):
             found = (-1, log.log_start_offset)
         elif timestamp == MAX_TIMESTAMP:
@@ -496,8 +559,8 @@ class Partition:
             hit = log.offset_for_timestamp(timestamp)
             found = None if hit is None else (hit[1], hit[0])
         searched = timestamp >= 0 or timestamp == MAX_TIMESTAMP
-        if searched and found is not None and found[1] >= self.high_watermark:
-            found = None  # not yet committed: invisible to consumers
+        if searched and found is not None and found[1] >= visible_end:
+            found = None  # not yet committed (or decided): invisible to consumers
         if found is None:
             return ListedOffset()
         return ListedOffset(None, found[0], found[1], self.leader_epoch)

@@ -88,6 +88,8 @@ class AppendResult:
     log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
     duplicate: bool  # a retry of a batch already written: offsets are the original ones
+    size: int = 0  # bytes written
+    records: int = 0  # records in the batches (written or, for a retry, already there)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -359,6 +361,7 @@ class PartitionLog:
                 batches.NO_TIMESTAMP,
                 self._log_start_offset,
                 duplicate=True,
+                records=sum(header.records_count for header in headers),
             )
 
         return self._write(view, headers, leader_epoch, now_ms)
@@ -454,7 +457,13 @@ class PartitionLog:
         if self._unflushed_records >= self.config.flush_messages:
             self.flush()
         return AppendResult(
-            first_offset, next_offset - 1, log_append_time, self._log_start_offset, duplicate=False
+            first_offset,
+            next_offset - 1,
+            log_append_time,
+            self._log_start_offset,
+            duplicate=False,
+            size=len(view),
+            records=sum(header.records_count for header in headers),
         )
 
     def _index_aborted(self, completed: CompletedTxn, last_stable: int) -> None:

@@ -293,4 +293,9 @@ def _read_partition(
         return result
     if read.records is not None:
         result["records"] = read.records  # counted in bytes_out when sent
+    if read.aborted_transactions:
+        result["aborted_transactions"] = [
+            {"producer_id": producer_id, "first_offset": first_offset}
+            for producer_id, first_offset in read.aborted_transactions
+        ]
     return result

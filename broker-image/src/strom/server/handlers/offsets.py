@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from strom.protocol import apis, shaping
+from strom.replication import outcomes
 from strom.server.handlers import fetching
 
 if TYPE_CHECKING:
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
 async def handle_list_offsets(
     broker: BrokerContext, request: apis.Request, request_context: RequestContext
 ) -> Any:
+    # v2+: read_committed consumers ask for the last stable offset as "latest".
+    isolation = outcomes.Isolation(int(getattr(request.body, "isolation_level", 0)) == 1)
     topics = []
     for topic in request.body.topics:
         partitions = []
@@ -27,7 +30,9 @@ async def handle_list_offsets(
                 entry = {"error_code": ErrorCode.unknown_topic_or_partition}
             else:
                 listed = partition.list_offset(
-                    int(wanted.timestamp), int(getattr(wanted, "current_leader_epoch", -1))
+                    int(wanted.timestamp),
+                    int(getattr(wanted, "current_leader_epoch", -1)),
+                    isolation,
                 )
                 if listed.error is not None:
                     entry = {"error_code": fetching.READ_ERRORS[listed.error]}
