@@ -98,6 +98,8 @@ class PartitionsOffsetsLog:
         for chunk in self._read_chunks(partition):
             view = memoryview(chunk)
             for header in batches.iter_batches(view):
+                if header.is_control:
+                    continue  # transaction markers: their keys are no offset records
                 batch = view[header.position : header.position + header.size]
                 for record in batches.iter_records(batch):
                     if record.key is not None:

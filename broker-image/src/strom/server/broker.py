@@ -135,12 +135,29 @@ class Broker:
         self.cluster_control = cluster_control.ClusterControl(
             self.controller, self.controller_channel, self.metadata_watch
         )
-        self.offsets_topic = context.OffsetsTopic(
+        self.offsets_topic = context.InternalTopic(
             self.metadata,
             self.cluster_control,
+            topics.OFFSETS_TOPIC,
             partitions=config.offsets_topic_num_partitions,
             replication_factor=config.offsets_topic_replication_factor,
-            segment_bytes=config.offsets_topic_segment_bytes,
+            configs={
+                "cleanup.policy": "compact",
+                "segment.bytes": str(config.offsets_topic_segment_bytes),
+            },
+        )
+        self.transactions_topic = context.InternalTopic(
+            self.metadata,
+            self.cluster_control,
+            topics.TRANSACTIONS_TOPIC,
+            partitions=config.get_int("transaction.state.log.num.partitions"),
+            replication_factor=config.transaction_state_log_replication_factor,
+            configs={
+                "cleanup.policy": "compact",
+                "compression.type": "uncompressed",
+                "min.insync.replicas": str(config.get_int("transaction.state.log.min.isr")),
+                "segment.bytes": str(config.get_int("transaction.state.log.segment.bytes")),
+            },
         )
         self.groups = group_coordinator.GroupCoordinator(
             group_model.CoordinatorConfig(
@@ -183,6 +200,7 @@ class Broker:
             metrics=self.metrics,
             clock=self.clock,
             offsets_topic=self.offsets_topic,
+            transactions_topic=self.transactions_topic,
             quorum=self.metadata_log,
             quorum_rpc=self.metadata_log,
             controller_forwarder=self.controller_channel,

@@ -93,7 +93,8 @@ class BrokerContext:
         producer_ids: producer_id_manager.ProducerIdManager,
         metrics: broker_metrics.BrokerMetrics,
         clock: Clock,
-        offsets_topic: OffsetsTopic,
+        offsets_topic: InternalTopic,
+        transactions_topic: InternalTopic,
         quorum: quorum.Quorum,
         quorum_rpc: QuorumRpc | None = None,
         controller_forwarder: ControllerForwarder | None = None,
@@ -109,6 +110,7 @@ class BrokerContext:
         self.metrics = metrics
         self.clock = clock
         self.offsets_topic = offsets_topic
+        self.transactions_topic = transactions_topic
         self.quorum = quorum
         # None: no Raft driver (a quorum of one): quorum requests get a top-level error.
         self.quorum_rpc = quorum_rpc
@@ -153,43 +155,39 @@ class BrokerContext:
         return ResolvedTopic(name, by_name.topic_id if by_name else None, by_name)
 
 
-class OffsetsTopic:
-    """`__consumer_offsets`, created on first use as Kafka does."""
+class InternalTopic:
+    """An internal topic (`__consumer_offsets`, `__transaction_state`), created on first
+    use as Kafka does, with the settings its broker configs give."""
 
     def __init__(
         self,
         metadata: loader.MetadataLoader,
         control: cluster_control_module.ClusterControl,
+        name: str,
         *,
         partitions: int,
         replication_factor: int,
-        segment_bytes: int,
+        configs: dict[str, str],
     ) -> None:
         self._metadata = metadata
         self._controller = control
-        self._settings = (partitions, replication_factor, segment_bytes)
+        self.name = name
+        self._settings = (partitions, replication_factor, configs)
 
     def partition_count(self) -> int | None:
-        topic = self._metadata.image.topics.get(topics.OFFSETS_TOPIC)
+        topic = self._metadata.image.topics.get(self.name)
         return None if topic is None else topic.partition_count
 
     async def ensure(self) -> images.TopicImage:
         """The topic, created if needed; raises topics.MetadataError if it cannot be."""
-        existing = self._metadata.image.topics.get(topics.OFFSETS_TOPIC)
+        existing = self._metadata.image.topics.get(self.name)
         if existing is not None:
             return existing
-        partitions, replication_factor, segment_bytes = self._settings
+        partitions, replication_factor, configs = self._settings
         (outcome,) = await self._controller.create_topics(
-            [
-                topic_requests.NewTopic(
-                    topics.OFFSETS_TOPIC,
-                    partitions,
-                    replication_factor,
-                    configs={"cleanup.policy": "compact", "segment.bytes": str(segment_bytes)},
-                )
-            ]
+            [topic_requests.NewTopic(self.name, partitions, replication_factor, configs=configs)]
         )
-        created = self._metadata.image.topics.get(topics.OFFSETS_TOPIC)
+        created = self._metadata.image.topics.get(self.name)
         if created is not None:
             return created  # by this call, or by a concurrent one (TopicExistsError)
         assert outcome.error is not None

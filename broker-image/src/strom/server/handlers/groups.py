@@ -24,17 +24,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 CONSUMER_PROTOCOL = "consumer"  # the protocol type of consumers' groups
 
 
-def coordinator_of(broker: BrokerContext, group_id: str) -> int | None:
-    """The broker that coordinates ``group_id``: the leader of its ``__consumer_offsets``
-    partition, as Kafka places groups (None while the topic does not exist)."""
-    offsets_topic = broker.image.topics.get(topics.OFFSETS_TOPIC)
-    if offsets_topic is None or not offsets_topic.partitions:
+def coordinator_of(
+    broker: BrokerContext, key: str, topic: str = topics.OFFSETS_TOPIC
+) -> int | None:
+    """The broker that coordinates a group (or, in ``__transaction_state``, a
+    transactional id): the leader of the internal topic's partition that holds the key,
+    as Kafka places them (None while the topic does not exist)."""
+    internal = broker.image.topics.get(topic)
+    if internal is None or not internal.partitions:
         return None
-    index = offsets_records.partition_for(group_id, offsets_topic.partition_count)
-    return offsets_topic.partitions[index].leader
+    index = offsets_records.partition_for(key, internal.partition_count)
+    return internal.partitions[index].leader
 
 
 class _ImageTopics:
@@ -98,24 +102,30 @@ async def handle_find_coordinator(
             "error_code": ErrorCode.none,
             "error_message": None,
         }
-        if key_type != GROUP_KEY_TYPE:
+        internal = {
+            GROUP_KEY_TYPE: broker.offsets_topic,
+            TRANSACTION_KEY_TYPE: broker.transactions_topic,
+        }.get(key_type)
+        if internal is None:
             entry.update(
                 node_id=-1,
                 host="",
                 port=-1,
-                error_code=ErrorCode.coordinator_not_available,
-                error_message="Transactions are not supported by this broker yet",
+                error_code=ErrorCode.invalid_request,
+                error_message=f"Unknown coordinator type: {key_type}",
             )
         elif not key:
             entry.update(node_id=-1, host="", port=-1, error_code=ErrorCode.invalid_request)
         else:
             try:
-                await broker.offsets_topic.ensure()
-                _point_at_coordinator(broker, entry, str(key), request_context.listener)
+                await internal.ensure()
+                _point_at_coordinator(
+                    broker, entry, str(key), request_context.listener, internal.name
+                )
             except topics.MetadataError as error:
-                # __consumer_offsets cannot be created now (a disk error): nothing of it
+                # The internal topic cannot be created now (a disk error): nothing of it
                 # is left behind, and the client retries FindCoordinator.
-                log.warning("cannot create %s: %s", topics.OFFSETS_TOPIC, error)
+                log.warning("cannot create %s: %s", internal.name, error)
                 entry.update(
                     node_id=-1,
                     host="",
@@ -131,9 +141,9 @@ async def handle_find_coordinator(
 
 
 def _point_at_coordinator(
-    broker: BrokerContext, entry: dict[str, Any], group_id: str, listener: str
+    broker: BrokerContext, entry: dict[str, Any], key: str, listener: str, topic: str
 ) -> None:
-    coordinator = coordinator_of(broker, group_id)
+    coordinator = coordinator_of(broker, key, topic)
     if coordinator is None or coordinator == broker.node_id:
         return
     registered = broker.image.brokers.get(coordinator)
@@ -145,8 +155,7 @@ def _point_at_coordinator(
             host="",
             port=-1,
             error_code=ErrorCode.coordinator_not_available,
-            error_message=f"the coordinator of group {group_id} (broker {coordinator}) is"
-            " not available",
+            error_message=f"the coordinator of {key} (broker {coordinator}) is not available",
         )
         return
     entry.update(node_id=coordinator, host=endpoint.host, port=endpoint.port)
