@@ -43,7 +43,11 @@ class Stored:
         return len(self.partitions)
 
     async def append(
-        self, partition: int, entries: Sequence[tuple[bytes, bytes | None]], now_ms: int
+        self,
+        partition: int,
+        entries: Sequence[tuple[bytes, bytes | None]],
+        now_ms: int,
+        producer: offsets_log.Producer | None = None,
     ) -> None:
         if self.failing:
             raise offsets_log.StoreFailed("No space left on device")
@@ -54,6 +58,9 @@ class Stored:
     def read(self, partition: int) -> Iterator[tuple[bytes, bytes | None]]:
         assert self.partitions is not None
         return iter(list(self.partitions[partition]))
+
+    def read_batches(self, partition: int) -> Iterator[offsets_log.StoredBatch]:
+        return (offsets_log.StoredBatch([entry]) for entry in self.read(partition))
 
 
 def coordinator(store: Stored | None = None, **config: Any) -> groups.GroupCoordinator:

@@ -30,7 +30,13 @@ class SlowLog:
     async def ensure_created(self) -> int:
         return 1
 
-    async def append(self, partition: int, entries: Sequence[Entry], now_ms: int) -> None:
+    async def append(
+        self,
+        partition: int,
+        entries: Sequence[Entry],
+        now_ms: int,
+        producer: offsets_log.Producer | None = None,
+    ) -> None:
         self.started.append(list(entries))
         release: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.releases.append(release)
@@ -39,6 +45,9 @@ class SlowLog:
 
     def read(self, partition: int) -> Iterator[Entry]:
         return iter(list(self.written))
+
+    def read_batches(self, partition: int) -> Iterator[offsets_log.StoredBatch]:
+        return (offsets_log.StoredBatch([entry]) for entry in self.read(partition))
 
 
 async def settle() -> None:

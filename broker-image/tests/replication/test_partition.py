@@ -158,9 +158,22 @@ async def test_acks_all_completes_when_the_high_watermark_covers_the_batch(
             False,
             outcomes.AppendError.INVALID_RECORD,
         ),
-        (batch(b"v"), RULES, True, outcomes.AppendError.TRANSACTIONS_UNSUPPORTED),
+        (
+            bytearray(
+                batches.build_batch(
+                    [(b"k", b"v", [], NOW)],
+                    producer_id=7,
+                    producer_epoch=0,
+                    base_sequence=0,
+                    is_transactional=True,
+                )
+            ),
+            RULES,
+            False,
+            outcomes.AppendError.TRANSACTIONAL_ID_REQUIRED,
+        ),
     ],
-    ids=["corrupt", "too-large", "compacted-without-key", "transactional"],
+    ids=["corrupt", "too-large", "compacted-without-key", "transactional-without-id"],
 )
 def test_invalid_batches_are_refused_and_nothing_is_appended(
     log: partition_log.PartitionLog,

@@ -4,7 +4,7 @@ it does not (the handler maps each reason to Kafka's error code)."""
 from __future__ import annotations
 
 import pytest
-from strom.records import batches, compression
+from strom.records import batches, compression, control
 from strom.storage import validator
 
 NOW = 1_700_000_000_000
@@ -38,9 +38,50 @@ def test_a_valid_batch_is_returned_as_the_same_bytes() -> None:
             validator.Reason.INVALID_RECORD,
         ),
         (bytearray(batch(b"a") + batch(b"b")), PLAIN, False, validator.Reason.INVALID_RECORD),
-        (bytearray(batch(b"a")), PLAIN, True, validator.Reason.TRANSACTIONS_UNSUPPORTED),
+        (
+            bytearray(
+                batches.build_batch(
+                    [(b"k", b"a", [], 0)],
+                    producer_id=7,
+                    producer_epoch=0,
+                    base_sequence=0,
+                    is_transactional=True,
+                )
+            ),
+            PLAIN,
+            False,
+            validator.Reason.TRANSACTIONAL_ID_REQUIRED,
+        ),
+        (
+            bytearray(
+                control.build_end_txn_marker(
+                    producer_id=7,
+                    producer_epoch=0,
+                    commit=True,
+                    coordinator_epoch=0,
+                    timestamp_ms=0,
+                )
+            ),
+            PLAIN,
+            True,
+            validator.Reason.INVALID_RECORD,
+        ),
+        (
+            bytearray(batches.build_batch([(b"k", b"a", [], 0)], producer_id=7, producer_epoch=0)),
+            PLAIN,
+            False,
+            validator.Reason.INVALID_RECORD,
+        ),
     ],
-    ids=["truncated", "too-large", "compacted-keyless", "two-batches", "transactional"],
+    ids=[
+        "truncated",
+        "too-large",
+        "compacted-keyless",
+        "two-batches",
+        "transactional-without-id",
+        "control-batch",
+        "producer-id-without-sequence",
+    ],
 )
 def test_refusals_carry_their_reason(
     data: bytearray, rules: validator.Rules, transactional: bool, reason: validator.Reason

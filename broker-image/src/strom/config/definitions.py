@@ -530,6 +530,8 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("transaction.state.log.replication.factor", _SH, "1", "Replication factor of __transaction_state (Strom default 1, like Kafka's shipped server.properties; Kafka's built-in default is 3).", AtLeast(1)),
     ConfigDef("transaction.state.log.min.isr", _I, "1", "min.insync.replicas of __transaction_state (Strom default 1, like Kafka's shipped server.properties; Kafka's built-in default is 2).", AtLeast(1)),
     ConfigDef("transaction.state.log.segment.bytes", _I, "104857600", "Segment size of __transaction_state.", AtLeast(1)),
+    ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, "10000", "How often transactions open past their timeout are aborted.", AtLeast(1)),
+    ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", _I, "3600000", "How often expired transactional ids are removed.", AtLeast(1)),
     ConfigDef("transaction.max.timeout.ms", _I, "900000", "Maximum transaction timeout a producer may ask for.", AtLeast(1)),
     ConfigDef("transactional.id.expiration.ms", _I, "604800000", "A transactional id with no updates for this long expires.", AtLeast(1), dynamic=True),
     ConfigDef("producer.id.expiration.ms", _I, "86400000", "A producer id with no writes for this long expires.", AtLeast(1), dynamic=True),

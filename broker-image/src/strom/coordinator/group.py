@@ -103,6 +103,10 @@ class Group:
         self.rebalance_deadline_ms: int | None = None
         self.initial_delay_until_ms: int | None = None  # KIP-134 delay of a new group
         self.offsets: dict[tuple[str, int], CommittedOffset] = {}
+        # Offsets committed inside transactions (TxnOffsetCommit), by producer id: they
+        # become `offsets` when the producer's commit marker reaches the group's
+        # `__consumer_offsets` partition, and go at its abort marker.
+        self.pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = {}
         # Set while the group runs the consumer protocol (KIP-848); the classic state
         # then stays Empty, without classic members.
         self.consumer: consumer_group.ConsumerGroup | None = None
@@ -178,4 +182,24 @@ class Group:
 
     def is_empty_husk(self) -> bool:
         """Nothing worth keeping: no members, no offsets, never had a protocol."""
-        return self.is_empty() and not self.offsets and self.protocol_type is None
+        return (
+            self.is_empty()
+            and not self.offsets
+            and not self.pending_txn_offsets
+            and self.protocol_type is None
+        )
+
+    def has_pending_offset(self, key: tuple[str, int]) -> bool:
+        """An open transaction has committed an offset for this partition (OffsetFetch
+        with require_stable answers UNSTABLE_OFFSET_COMMIT then)."""
+        return any(key in pending for pending in self.pending_txn_offsets.values())
+
+    def end_transaction(self, producer_id: int, commit: bool) -> int:
+        """A marker of the producer's transaction: its pending offsets become committed
+        (or are dropped). Returns how many changed."""
+        pending = self.pending_txn_offsets.pop(producer_id, None)
+        if not pending:
+            return 0
+        if commit:
+            self.offsets.update(pending)
+        return len(pending)

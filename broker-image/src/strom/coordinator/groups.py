@@ -249,6 +249,45 @@ class GroupCoordinator:
             api_version=api_version,
         )
 
+    async def commit_transactional_offsets(
+        self,
+        *,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: list[tuple[str, int, int, int, str | None]],
+        now_ms: int,
+        api_version: int = 3,
+    ) -> ErrorCode | dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit: pending until the transaction's marker reaches the group's
+        `__consumer_offsets` partition (`on_transaction_completed`)."""
+        return await self._offsets.commit_transactional(
+            group_id=group_id,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            generation_id=generation_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            offsets=offsets,
+            now_ms=now_ms,
+            api_version=api_version,
+        )
+
+    def on_transaction_completed(self, producer_id: int, partition: int, commit: bool) -> int:
+        """A marker of the producer's transaction was written to this `__consumer_offsets`
+        partition: the offsets it committed there become visible, or go. Returns how
+        many changed."""
+        holding = [
+            group_id
+            for group_id, group in self.groups.items()
+            if producer_id in group.pending_txn_offsets
+            and self._runtime.partition_of(group_id) == partition
+        ]
+        return self._offsets.end_transaction(holding, producer_id, commit)
+
     def fetch_offsets(
         self,
         group_id: str,

@@ -77,19 +77,7 @@ class OffsetManager:
         else:
             member = group.members[member_id]
             member.heartbeat_deadline_ms = now_ms + member.session_timeout_ms
-        errors: dict[Key, ErrorCode] = {}
-        accepted: dict[Key, group_model.CommittedOffset] = {}
-        for topic, partition, offset, leader_epoch, metadata in offsets:
-            if (
-                metadata is not None
-                and len(metadata.encode()) > self.config.offset_metadata_max_bytes
-            ):
-                errors[(topic, partition)] = ErrorCode.offset_metadata_too_large
-                continue
-            accepted[(topic, partition)] = group_model.CommittedOffset(
-                offset, leader_epoch, metadata or "", now_ms
-            )
-            errors[(topic, partition)] = ErrorCode.none
+        errors, accepted = self._accepted(offsets, now_ms)
         if not accepted:
             runtime.group_for(self.groups, group_id, now_ms)
             return errors
@@ -104,6 +92,94 @@ class OffsetManager:
             log.error("group %s: offsets not committed: %s", group_id, error)
             return ErrorCode.not_coordinator
         return errors
+
+    async def commit_transactional(
+        self,
+        *,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: list[Commit],
+        now_ms: int,
+        api_version: int = 3,
+    ) -> ErrorCode | dict[Key, ErrorCode]:
+        """TxnOffsetCommit: offsets written as the producer's transactional batch, pending
+        until its marker (`end_transaction`). The member checks are Kafka's for
+        transactional commits: a commit from outside the group management (generation
+        -1, no member id) is taken whatever the group's state, and a rebalance in
+        progress does not refuse it."""
+        if not group_id:
+            return ErrorCode.invalid_group_id
+        group = self.groups.get(group_id)
+        outsider = generation_id < 0 and not member_id and group_instance_id is None
+        if group is None:
+            if generation_id >= 0:
+                return ErrorCode.illegal_generation
+        elif group.consumer is not None:
+            if not outsider:
+                error = group.consumer.commit_error(member_id, generation_id, api_version)
+                if error == ErrorCode.stale_member_epoch:
+                    return ErrorCode.illegal_generation
+                if error != ErrorCode.none:
+                    return error
+        elif group.state == State.DEAD:
+            return ErrorCode.coordinator_not_available
+        elif not outsider and not (generation_id < 0 and group.state == State.EMPTY):
+            if group.is_static_member_fenced(group_instance_id, member_id):
+                return ErrorCode.fenced_instance_id
+            if member_id not in group.members:
+                return ErrorCode.unknown_member_id
+            if generation_id != group.generation_id:
+                return ErrorCode.illegal_generation
+        errors, accepted = self._accepted(offsets, now_ms)
+        if not accepted:
+            return errors
+
+        def pend() -> None:
+            group = runtime.group_for(self.groups, group_id, now_ms)
+            group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
+
+        entries = runtime.offset_entries(group_id, accepted)
+        try:
+            await self._runtime.write(
+                group_id, entries, now_ms, on_written=pend, producer=(producer_id, producer_epoch)
+            )
+        except offsets_log.StoreFailed as error:
+            log.error("group %s: transactional offsets not written: %s", group_id, error)
+            return _transactional_write_error(error.error)
+        return errors
+
+    def _accepted(
+        self, offsets: list[Commit], now_ms: int
+    ) -> tuple[dict[Key, ErrorCode], dict[Key, group_model.CommittedOffset]]:
+        """Each entry's error, and the offsets to write (metadata within its limit)."""
+        errors: dict[Key, ErrorCode] = {}
+        accepted: dict[Key, group_model.CommittedOffset] = {}
+        for topic, partition, offset, leader_epoch, metadata in offsets:
+            if (
+                metadata is not None
+                and len(metadata.encode()) > self.config.offset_metadata_max_bytes
+            ):
+                errors[(topic, partition)] = ErrorCode.offset_metadata_too_large
+                continue
+            accepted[(topic, partition)] = group_model.CommittedOffset(
+                offset, leader_epoch, metadata or "", now_ms
+            )
+            errors[(topic, partition)] = ErrorCode.none
+        return errors, accepted
+
+    def end_transaction(self, group_ids: list[str], producer_id: int, commit: bool) -> int:
+        """The producer's marker is in these groups' `__consumer_offsets` partition: its
+        pending offsets are committed or dropped. Returns how many offsets changed."""
+        changed = 0
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is not None:
+                changed += group.end_transaction(producer_id, commit)
+        return changed
 
     def fetch(
         self,
@@ -246,6 +322,20 @@ class _Drop:
             group.offsets.clear()
             group.transition(State.DEAD, group.state_timestamp_ms)
             del self._groups[self._group_id]
+
+
+def _transactional_write_error(error: ErrorCode) -> ErrorCode:
+    """What a TxnOffsetCommit answers when its batch was refused: the producer's own
+    errors as they are (a fenced epoch, a transaction the partition does not know),
+    else NOT_COORDINATOR, as for a plain commit."""
+    if error in (
+        ErrorCode.invalid_producer_epoch,
+        ErrorCode.producer_fenced,
+        ErrorCode.invalid_txn_state,
+        ErrorCode.transaction_abortable,
+    ):
+        return error
+    return ErrorCode.not_coordinator
 
 
 def _subscribed_topics(group: Group) -> set[str]:

@@ -8,18 +8,40 @@ landing whole as one batch.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Protocol
 
-from strom.records import batches
+from kio.schema.errors import ErrorCode
+
+from strom.records import batches, control
 
 Entry = tuple[bytes, bytes | None]
+# (producer id, producer epoch) of a transactional write
+Producer = tuple[int, int]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredBatch:
+    """One batch of the log as the replay needs it: its keyed records and, for a
+    transaction's batches, the producer and (for a marker) whether it commits."""
+
+    entries: list[Entry]
+    transactional_producer: int | None = None
+    marker: control.EndTxnMarker | None = None
 
 
 class StoreFailed(Exception):
-    """`__consumer_offsets` could not take a write (a full disk, no leader, too few
-    in-sync replicas): nothing the write carried may be acknowledged."""
+    """An internal topic (`__consumer_offsets`, `__transaction_state`) could not take a
+    write (a full disk, no leader, too few in-sync replicas): nothing the write carried
+    may be acknowledged. ``error``: the append's error, as Kafka's coordinators map it."""
+
+    def __init__(
+        self, message: str, error: ErrorCode = ErrorCode.coordinator_not_available
+    ) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 class OffsetsLog(Protocol):
@@ -32,14 +54,24 @@ class OffsetsLog(Protocol):
         count. Raises StoreFailed when it cannot be created."""
         ...
 
-    async def append(self, partition: int, entries: Sequence[Entry], now_ms: int) -> None:
-        """Append `(key, value)` records (a None value is a tombstone) as one batch.
-        Returns once they are committed (today: written; with replication: below the
-        high watermark); raises StoreFailed if they are not."""
+    async def append(
+        self,
+        partition: int,
+        entries: Sequence[Entry],
+        now_ms: int,
+        producer: Producer | None = None,
+    ) -> None:
+        """Append `(key, value)` records (a None value is a tombstone) as one batch, a
+        transactional one of `producer` if given. Returns once they are committed (below
+        the high watermark); raises StoreFailed if they are not."""
         ...
 
     def read(self, partition: int) -> Iterator[Entry]:
-        """Every keyed record of a partition up to its high watermark, in log order."""
+        """Every keyed record of a partition's data batches, in log order."""
+        ...
+
+    def read_batches(self, partition: int) -> Iterator[StoredBatch]:
+        """The partition's batches in log order, markers included."""
         ...
 
 
@@ -53,8 +85,8 @@ class PartitionsOffsetsLog:
     - `create()`: create the topic (idempotent) and return its partition count (or an
       awaitable of it);
     - `append_batch(partition, data, headers, now_ms)`: append one validated batch,
-      raising OSError on a storage failure; it may return an awaitable that completes
-      when the batch is committed;
+      raising OSError on a storage failure (or StoreFailed); it may return an awaitable
+      that completes when the batch is committed;
     - `read_chunks(partition)`: buffers of whole batches from the log start up to the
       high watermark.
     """
@@ -62,11 +94,13 @@ class PartitionsOffsetsLog:
     def __init__(
         self,
         *,
+        topic: str = "__consumer_offsets",
         partition_count: Callable[[], int | None],
         create: Callable[[], int | Awaitable[int]],
         append_batch: BatchAppend,
         read_chunks: Callable[[int], Iterable[bytes | bytearray | memoryview]],
     ) -> None:
+        self._topic = topic
         self._partition_count = partition_count
         self._create = create
         self._append_batch = append_batch
@@ -82,25 +116,56 @@ class PartitionsOffsetsLog:
                 created = await created
             return created
         except OSError as error:
-            raise StoreFailed(f"cannot create __consumer_offsets: {error}") from error
+            raise StoreFailed(f"cannot create {self._topic}: {error}") from error
 
-    async def append(self, partition: int, entries: Sequence[Entry], now_ms: int) -> None:
-        data = bytearray(batches.build_batch([(key, value, [], now_ms) for key, value in entries]))
+    async def append(
+        self,
+        partition: int,
+        entries: Sequence[Entry],
+        now_ms: int,
+        producer: Producer | None = None,
+    ) -> None:
+        # A transactional batch of the coordinator carries no sequence: it takes no part
+        # in idempotence (Strom's producer state would take a repeated one for a retry).
+        producer_id, producer_epoch = producer or (batches.NO_PRODUCER_ID, -1)
+        data = bytearray(
+            batches.build_batch(
+                [(key, value, [], now_ms) for key, value in entries],
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                is_transactional=producer is not None,
+            )
+        )
         headers = batches.validate_produce_batches(memoryview(data), len(data))
         try:
             pending = self._append_batch(partition, data, headers, now_ms)
             if inspect.isawaitable(pending):
                 await pending
         except OSError as error:
-            raise StoreFailed(f"__consumer_offsets-{partition}: {error}") from error
+            raise StoreFailed(
+                f"{self._topic}-{partition}: {error}", ErrorCode.kafka_storage_error
+            ) from error
 
     def read(self, partition: int) -> Iterator[Entry]:
+        for stored in self.read_batches(partition):
+            yield from stored.entries
+
+    def read_batches(self, partition: int) -> Iterator[StoredBatch]:
         for chunk in self._read_chunks(partition):
             view = memoryview(chunk)
             for header in batches.iter_batches(view):
-                if header.is_control:
-                    continue  # transaction markers: their keys are no offset records
                 batch = view[header.position : header.position + header.size]
-                for record in batches.iter_records(batch):
-                    if record.key is not None:
-                        yield record.key, record.value
+                if header.is_control:
+                    try:
+                        marker = control.parse_end_txn_marker(batch)
+                    except batches.CorruptRecordError:
+                        marker = None
+                    if marker is not None:
+                        yield StoredBatch([], header.producer_id, marker)
+                    continue
+                entries = [
+                    (record.key, record.value)
+                    for record in batches.iter_records(batch)
+                    if record.key is not None
+                ]
+                yield StoredBatch(entries, header.producer_id if header.is_transactional else None)

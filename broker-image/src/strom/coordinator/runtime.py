@@ -43,11 +43,12 @@ class Runtime:
         entries: Entries,
         now_ms: int,
         on_written: Callable[[], None] | None = None,
+        producer: offsets_log.Producer | None = None,
     ) -> asyncio.Future[None]:
         """Queue a write behind the group's earlier ones; the result completes once it
         is committed and `on_written` ran, or raises StoreFailed. Cancelling the result
-        does not cancel the write."""
-        return asyncio.shield(self._queue(group_id, entries, now_ms, on_written))
+        does not cancel the write. `producer`: a transactional write (TxnOffsetCommit)."""
+        return asyncio.shield(self._queue(group_id, entries, now_ms, on_written, producer))
 
     def write_behind(
         self,
@@ -72,10 +73,11 @@ class Runtime:
         entries: Entries,
         now_ms: int,
         on_written: Callable[[], None] | None,
+        producer: offsets_log.Producer | None = None,
     ) -> asyncio.Task[None]:
         previous = self._tails.get(group_id)
         task = asyncio.get_running_loop().create_task(
-            self._write(previous, group_id, entries, now_ms, on_written)
+            self._write(previous, group_id, entries, now_ms, on_written, producer)
         )
         self._tails[group_id] = task
         task.add_done_callback(functools.partial(self._finished, group_id))
@@ -92,6 +94,7 @@ class Runtime:
         entries: Entries,
         now_ms: int,
         on_written: Callable[[], None] | None,
+        producer: offsets_log.Producer | None,
     ) -> None:
         if previous is not None and not previous.done():
             await asyncio.wait([previous])  # its outcome is its own caller's business
@@ -101,7 +104,7 @@ class Runtime:
             if partitions is None:
                 partitions = await self._log.ensure_created()
             partition = offsets_records.partition_for(group_id, partitions)
-            await self._log.append(partition, records, now_ms)
+            await self._log.append(partition, records, now_ms, producer)
         if on_written is not None:
             on_written()
 
@@ -110,9 +113,25 @@ class Runtime:
     def load(
         self, groups: dict[str, group_model.Group], partitions: Iterable[int], now_ms: int
     ) -> None:
-        """Rebuild the groups of these `__consumer_offsets` partitions from their logs."""
+        """Rebuild the groups of these `__consumer_offsets` partitions from their logs:
+        offsets of open transactions stay pending, and the markers found later commit or
+        drop them."""
         for partition in partitions:
-            replay(groups, self._log.read(partition), now_ms)
+            # producer id -> groups holding its pending offsets, for its marker
+            pending: dict[int, set[str]] = {}
+            for stored in self._log.read_batches(partition):
+                producer_id = stored.transactional_producer
+                if stored.marker is not None and producer_id is not None:
+                    for group_id in pending.pop(producer_id, ()):
+                        group = groups.get(group_id)
+                        if group is not None:
+                            group.end_transaction(producer_id, stored.marker.commit)
+                elif producer_id is not None:
+                    for group_id in replay_pending(groups, producer_id, stored.entries, now_ms):
+                        pending.setdefault(producer_id, set()).add(group_id)
+                else:
+                    apply_records(groups, stored.entries, now_ms)
+        drop_husks(groups)
 
     def partition_of(self, group_id: str) -> int | None:
         """The `__consumer_offsets` partition that holds the group (None: no topic yet)."""
@@ -192,6 +211,42 @@ def group_entry(group: group_model.Group, assignments: Mapping[str, bytes] | Non
 def replay(groups: dict[str, group_model.Group], entries: Iterable[Entry], now_ms: int) -> None:
     """Apply `__consumer_offsets` records in log order (later records win), then drop
     groups left with nothing."""
+    apply_records(groups, entries, now_ms)
+    drop_husks(groups)
+
+
+def drop_husks(groups: dict[str, group_model.Group]) -> None:
+    for group_id in [g for g, group in groups.items() if group.is_empty_husk()]:
+        del groups[group_id]
+
+
+def replay_pending(
+    groups: dict[str, group_model.Group], producer_id: int, entries: Iterable[Entry], now_ms: int
+) -> set[str]:
+    """A transaction's offset commits (TxnOffsetCommit's batch): pending in their groups
+    until the producer's marker. Returns the groups touched."""
+    touched = set()
+    for key_bytes, value in entries:
+        try:
+            key = offsets_records.parse_key(key_bytes)
+            if not isinstance(key, offsets_records.OffsetKey) or value is None:
+                continue  # only offsets are ever written in a transaction
+            committed = offsets_records.parse_offset_value(value)
+        except offsets_records.RecordFormatError as error:
+            log.warning("skipping unreadable transactional offset record: %s", error)
+            continue
+        group = group_for(groups, key.group_id, now_ms)
+        group.pending_txn_offsets.setdefault(producer_id, {})[(key.topic, key.partition)] = (
+            committed
+        )
+        touched.add(key.group_id)
+    return touched
+
+
+def apply_records(
+    groups: dict[str, group_model.Group], entries: Iterable[Entry], now_ms: int
+) -> None:
+    """Apply plain `__consumer_offsets` records in log order (later records win)."""
     for key_bytes, value in entries:
         if consumer_records.is_consumer_key(key_bytes):
             try:
@@ -219,8 +274,6 @@ def replay(groups: dict[str, group_model.Group], entries: Iterable[Entry], now_m
                 )
         except offsets_records.RecordFormatError as error:
             log.warning("skipping unreadable __consumer_offsets record: %s", error)
-    for group_id in [g for g, group in groups.items() if group.is_empty_husk()]:
-        del groups[group_id]
 
 
 def group_for(

@@ -18,7 +18,7 @@ class AppendError(enum.Enum):
     MESSAGE_TOO_LARGE = "message_too_large"
     INVALID_RECORD = "invalid_record"
     CORRUPT_MESSAGE = "corrupt_message"
-    TRANSACTIONS_UNSUPPORTED = "transactions_unsupported"
+    TRANSACTIONAL_ID_REQUIRED = "transactional_id_required"
     OUT_OF_ORDER_SEQUENCE = "out_of_order_sequence"
     INVALID_PRODUCER_EPOCH = "invalid_producer_epoch"
     STORAGE_ERROR = "storage_error"

@@ -50,7 +50,7 @@ _VALIDATION_ERRORS = {
     validator.Reason.CORRUPT: AppendError.CORRUPT_MESSAGE,
     validator.Reason.TOO_LARGE: AppendError.MESSAGE_TOO_LARGE,
     validator.Reason.INVALID_RECORD: AppendError.INVALID_RECORD,
-    validator.Reason.TRANSACTIONS_UNSUPPORTED: AppendError.TRANSACTIONS_UNSUPPORTED,
+    validator.Reason.TRANSACTIONAL_ID_REQUIRED: AppendError.TRANSACTIONAL_ID_REQUIRED,
 }
 
 

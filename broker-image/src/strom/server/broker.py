@@ -46,6 +46,7 @@ from strom.server import (
     group_placement,
     http,
     lifecycle,
+    txn_service,
 )
 from strom.server import connection as connections
 from strom.server import metrics as broker_metrics
@@ -206,6 +207,19 @@ class Broker:
             controller_forwarder=self.controller_channel,
             cluster_control=self.cluster_control,
         )
+        self.txn = txn_service.TransactionService(
+            node_id=self.node_id,
+            configs=self.configs,
+            metadata=self.metadata,
+            replicas=self.replicas,
+            groups=self.groups,
+            producer_id_manager=self.producer_ids,
+            transactions_topic=self.transactions_topic,
+            broker_endpoint=self._broker_endpoint,
+            clock=self.clock,
+        )
+        self.context.transactions = self.txn.coordinator
+        self.context.local_markers = self.txn.local_markers
         self.lifecycle: lifecycle.BrokerLifecycle | None = None
         self._servers: list[asyncio.Server] = []
         self._controller_servers: list[asyncio.Server] = []
@@ -254,6 +268,8 @@ class Broker:
         self.metadata.add_publisher(self.replicas)
         placement = group_placement.GroupPlacement(self.groups, self.node_id, self.clock)
         self.metadata.add_publisher(placement)
+        self.metadata.add_publisher(self.txn.placement)
+        self.txn.placement.load(image)
         self.metadata.add_publisher(self.metadata_watch)
         loaded = placement.load(image)
         if self.offsets_topic.partition_count() is not None:
@@ -413,6 +429,7 @@ class Broker:
         self._tasks.append(loop.create_task(self.replicas.run_maintenance()))
         self._tasks.append(loop.create_task(self.replicas.run_isr_checks()))
         self._tasks.append(loop.create_task(self._run_group_timers()))
+        self._tasks.append(loop.create_task(self.txn.run_timers()))
         if self.config.get_bool("log.cleaner.enable"):
             self._tasks.append(loop.create_task(self.replicas.run_cleaner(self._cleaner_pass)))
         self.ready = True
@@ -588,6 +605,7 @@ class Broker:
         if self._http is not None:
             await self._http.stop()
         await self.groups.drain()
+        await self.txn.close()
         await self.metadata_log.stop()
         await self.fetchers.close()
         if self.controller_channel is not None:

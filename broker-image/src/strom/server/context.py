@@ -8,8 +8,11 @@ groups, and record metrics; they never see the Broker, its listeners or its logs
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from kio.schema.errors import ErrorCode
 
 from strom.clock import Clock
 from strom.cluster import config_cache, controller, loader, quorum, topic_requests, topics
@@ -17,6 +20,7 @@ from strom.cluster import image as images
 from strom.config import broker as broker_config
 from strom.coordinator import groups as group_coordinator
 from strom.coordinator import producer_ids as producer_id_manager
+from strom.coordinator import transactions as txn_coordinator
 from strom.replication import partition as partitions
 from strom.replication import replica_manager
 from strom.server import cluster_control as cluster_control_module
@@ -80,6 +84,20 @@ class ControllerForwarder(Protocol):
         ...
 
 
+class MarkerWriter(Protocol):
+    """Writes transaction markers into the partitions this broker leads (WriteTxnMarkers;
+    `server.txn_markers.LocalMarkers`)."""
+
+    async def write(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]: ...
+
+
 class BrokerContext:
     def __init__(
         self,
@@ -111,6 +129,9 @@ class BrokerContext:
         self.clock = clock
         self.offsets_topic = offsets_topic
         self.transactions_topic = transactions_topic
+        # Set by the broker once built (they need the context's parts).
+        self.transactions: txn_coordinator.TransactionCoordinator | None = None
+        self.local_markers: MarkerWriter | None = None
         self.quorum = quorum
         # None: no Raft driver (a quorum of one): quorum requests get a top-level error.
         self.quorum_rpc = quorum_rpc

@@ -35,6 +35,7 @@ from strom.server.handlers import (
     reassignments,
     topic_partitions,
     topics,
+    transactions,
     versions,
 )
 
@@ -73,6 +74,14 @@ HANDLERS: dict[apis.ApiKey, Handler] = {
         configs.handle_incremental_alter_configs
     ),
     apis.ApiKey.INIT_PRODUCER_ID: producer_ids.handle_init_producer_id,
+    apis.ApiKey.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions_to_txn,
+    apis.ApiKey.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets_to_txn,
+    apis.ApiKey.END_TXN: transactions.handle_end_txn,
+    apis.ApiKey.WRITE_TXN_MARKERS: transactions.handle_write_txn_markers,
+    apis.ApiKey.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
+    apis.ApiKey.DESCRIBE_PRODUCERS: transactions.handle_describe_producers,
+    apis.ApiKey.DESCRIBE_TRANSACTIONS: transactions.handle_describe_transactions,
+    apis.ApiKey.LIST_TRANSACTIONS: transactions.handle_list_transactions,
     apis.ApiKey.FIND_COORDINATOR: groups.handle_find_coordinator,
     apis.ApiKey.JOIN_GROUP: groups.handle_join_group,
     apis.ApiKey.SYNC_GROUP: groups.handle_sync_group,

@@ -28,7 +28,9 @@ class Reason(enum.Enum):
     CORRUPT = "corrupt"  # CORRUPT_MESSAGE
     TOO_LARGE = "too_large"  # MESSAGE_TOO_LARGE
     INVALID_RECORD = "invalid_record"  # INVALID_RECORD
-    TRANSACTIONS_UNSUPPORTED = "transactions_unsupported"
+    # transactional batches in a request with no transactional id (Kafka answers
+    # TRANSACTIONAL_ID_AUTHORIZATION_FAILED: no id is authorized to write them)
+    TRANSACTIONAL_ID_REQUIRED = "transactional_id_required"
 
 
 class InvalidBatch(Exception):
@@ -51,7 +53,8 @@ def validate(
 ) -> tuple[bytearray, list[batches.BatchHeader]]:
     """The bytes to append (the same buffer, or a recompressed one) and their headers.
 
-    `where` names the partition in messages ("orders-3")."""
+    `transactional`: the request carries a transactional id. `where` names the
+    partition in messages ("orders-3")."""
     try:
         headers = batches.validate_produce_batches(memoryview(data), rules.max_message_bytes)
     except batches.RecordTooLargeError as error:
@@ -74,9 +77,21 @@ def validate(
     codec = TOPIC_CODECS.get(rules.compression_type)
     if codec is not None and headers[0].compression != codec:
         data, headers = _recompressed(data, headers[0], codec, rules.max_message_bytes)
-    if transactional or any(h.is_transactional for h in headers):
+    header = headers[0]
+    if header.is_control:
         raise InvalidBatch(
-            Reason.TRANSACTIONS_UNSUPPORTED, "Transactions are not supported by this broker yet"
+            Reason.INVALID_RECORD, "Clients are not allowed to write control records"
+        )
+    if header.is_transactional and not transactional:
+        raise InvalidBatch(
+            Reason.TRANSACTIONAL_ID_REQUIRED,
+            "Transactional records need the producer's transactional.id in the request",
+        )
+    if header.has_producer_id and header.base_sequence < 0:
+        raise InvalidBatch(
+            Reason.INVALID_RECORD,
+            f"Invalid sequence number {header.base_sequence} in record batch with producerId "
+            f"{header.producer_id}",
         )
     return data, headers
 

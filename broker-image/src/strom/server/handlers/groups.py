@@ -271,11 +271,15 @@ async def handle_leave_group(
     )
 
 
-async def handle_offset_commit(
-    broker: BrokerContext, request: apis.Request, request_context: RequestContext
-) -> Any:
-    body = request.body
-    wanted = []
+CommitEntry = tuple[str, int, int, int, str | None]
+
+
+def commit_entries(
+    broker: BrokerContext, body: Any
+) -> tuple[list[CommitEntry], set[tuple[str, int]]]:
+    """The (topic, partition, offset, leader epoch, metadata) entries of an OffsetCommit
+    or TxnOffsetCommit, and the partitions that do not exist."""
+    wanted: list[CommitEntry] = []
     unknown: set[tuple[str, int]] = set()
     for topic in body.topics:
         for p in topic.partitions:
@@ -292,19 +296,15 @@ async def handle_offset_commit(
                     p.committed_metadata,
                 )
             )
-    outcome: ErrorCode | dict[tuple[str, int], ErrorCode]
-    if _elsewhere(broker, str(body.group_id)):
-        outcome = ErrorCode.not_coordinator
-    else:
-        outcome = await broker.groups.commit_offsets(
-            group_id=str(body.group_id),
-            generation_id=int(body.generation_id_or_member_epoch),
-            member_id=str(body.member_id),
-            group_instance_id=getattr(body, "group_instance_id", None),
-            offsets=wanted,
-            now_ms=broker.clock.time_ms(),
-            api_version=request.header.api_version,
-        )
+    return wanted, unknown
+
+
+def commit_answers(
+    body: Any,
+    unknown: set[tuple[str, int]],
+    outcome: ErrorCode | dict[tuple[str, int], ErrorCode],
+) -> list[dict[str, Any]]:
+    """Each asked partition's error, per topic, as both commit responses carry them."""
     topics = []
     for topic in body.topics:
         partitions = []
@@ -318,7 +318,28 @@ async def handle_offset_commit(
                 code = outcome.get(key, ErrorCode.none)
             partitions.append({"partition_index": key[1], "error_code": code})
         topics.append({"name": topic.name, "partitions": partitions})
-    return _response(request, {"topics": topics})
+    return topics
+
+
+async def handle_offset_commit(
+    broker: BrokerContext, request: apis.Request, request_context: RequestContext
+) -> Any:
+    body = request.body
+    wanted, unknown = commit_entries(broker, body)
+    outcome: ErrorCode | dict[tuple[str, int], ErrorCode]
+    if _elsewhere(broker, str(body.group_id)):
+        outcome = ErrorCode.not_coordinator
+    else:
+        outcome = await broker.groups.commit_offsets(
+            group_id=str(body.group_id),
+            generation_id=int(body.generation_id_or_member_epoch),
+            member_id=str(body.member_id),
+            group_instance_id=getattr(body, "group_instance_id", None),
+            offsets=wanted,
+            now_ms=broker.clock.time_ms(),
+            api_version=request.header.api_version,
+        )
+    return _response(request, {"topics": commit_answers(body, unknown, outcome)})
 
 
 def _partition_exists(broker: BrokerContext, topic: str, index: int) -> bool:
@@ -332,6 +353,7 @@ def _fetched_group(
     topics: Any,
     member_id: str | None = None,
     member_epoch: int = -1,
+    require_stable: bool = False,
 ) -> dict[str, Any]:
     if _elsewhere(broker, group_id):
         return {"group_id": group_id, "error_code": ErrorCode.not_coordinator, "topics": ()}
@@ -341,8 +363,22 @@ def _fetched_group(
     committed = broker.groups.fetch_offsets(group_id, wanted, member_id, member_epoch)
     if isinstance(committed, ErrorCode):
         return {"group_id": group_id, "error_code": committed, "topics": ()}
+    group = broker.groups.groups.get(group_id)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), offset in committed.items():
+        if require_stable and group is not None and group.has_pending_offset((topic, partition)):
+            # KIP-447: an open transaction committed an offset here; the consumer retries
+            # until its marker decides it.
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition_index": partition,
+                    "committed_offset": -1,
+                    "committed_leader_epoch": -1,
+                    "metadata": "",
+                    "error_code": ErrorCode.unstable_offset_commit,
+                }
+            )
+            continue
         by_topic.setdefault(topic, []).append(
             {
                 "partition_index": partition,
@@ -374,12 +410,21 @@ async def handle_offset_fetch(
                         g.topics,
                         getattr(g, "member_id", None),  # v9+: a consumer-protocol member
                         int(getattr(g, "member_epoch", -1)),
+                        bool(getattr(body, "require_stable", False)),
                     )
                     for g in body.groups
                 ]
             },
         )
-    return _response(request, _fetched_group(broker, str(body.group_id), body.topics))
+    return _response(
+        request,
+        _fetched_group(
+            broker,
+            str(body.group_id),
+            body.topics,
+            require_stable=bool(getattr(body, "require_stable", False)),  # v7+
+        ),
+    )
 
 
 async def handle_offset_delete(

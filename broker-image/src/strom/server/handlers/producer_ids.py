@@ -1,4 +1,5 @@
-"""InitProducerId for idempotent producers (transactions come later)."""
+"""InitProducerId: idempotent producers here; a transactional id goes to the transaction
+coordinator (`transactions`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from strom.cluster import topics
 from strom.protocol import apis, shaping
+from strom.server.handlers import transactions
 
 if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
@@ -34,7 +36,8 @@ async def handle_init_producer_id(
         )
 
     if body.transactional_id is not None:
-        return answer(ErrorCode.coordinator_not_available)
+        reply = await transactions.init_producer_id(broker, body)
+        return answer(reply.error, reply.producer_id, reply.producer_epoch)
     # An idempotent producer that asks again (KIP-360, after UNKNOWN_PRODUCER_ID or a
     # fatal sequence error) gets a fresh id: epoch 0 of a new id is always valid.
     try:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _VALID_ACKS = (-1, 0, 1)
-_APPEND_ERRORS = {
+APPEND_ERROR_CODES = {
     outcomes.AppendError.NOT_LEADER: ErrorCode.not_leader_or_follower,
     outcomes.AppendError.NOT_ENOUGH_REPLICAS: ErrorCode.not_enough_replicas,
     outcomes.AppendError.NOT_ENOUGH_REPLICAS_AFTER_APPEND: (
@@ -35,9 +35,11 @@ _APPEND_ERRORS = {
     outcomes.AppendError.MESSAGE_TOO_LARGE: ErrorCode.message_too_large,
     outcomes.AppendError.INVALID_RECORD: ErrorCode.invalid_record,
     outcomes.AppendError.CORRUPT_MESSAGE: ErrorCode.corrupt_message,
-    outcomes.AppendError.TRANSACTIONS_UNSUPPORTED: (
+    outcomes.AppendError.TRANSACTIONAL_ID_REQUIRED: (
         ErrorCode.transactional_id_authorization_failed
     ),
+    outcomes.AppendError.INVALID_TXN_STATE: ErrorCode.invalid_txn_state,
+    outcomes.AppendError.TRANSACTION_COORDINATOR_FENCED: (ErrorCode.transaction_coordinator_fenced),
     outcomes.AppendError.OUT_OF_ORDER_SEQUENCE: ErrorCode.out_of_order_sequence_number,
     outcomes.AppendError.INVALID_PRODUCER_EPOCH: ErrorCode.invalid_producer_epoch,
     outcomes.AppendError.STORAGE_ERROR: ErrorCode.kafka_storage_error,
@@ -192,7 +194,7 @@ def _result(broker: BrokerContext, topic: str, appended: _Appended) -> dict[str,
             log.warning("rejected corrupt batch for %s-%d: %s", topic, index, outcome.message)
         elif outcome.error is outcomes.AppendError.STORAGE_ERROR:
             log.error("cannot append to %s-%d: %s", topic, index, outcome.message)
-        return _partition_result(index, _APPEND_ERRORS[outcome.error], outcome.message)
+        return _partition_result(index, APPEND_ERROR_CODES[outcome.error], outcome.message)
     if not outcome.duplicate:
         broker.metrics.bytes_in.labels(topic).inc(outcome.size)
         broker.metrics.messages_in.labels(topic).inc(outcome.records)
