@@ -1,10 +1,10 @@
 """The command line: `python -m strom_bench quick|full|profile` (bench/ on PYTHONPATH).
 
 quick and full run every workload on Strom and on Apache Kafka, alternating (A B A B), and
-write bench/results/<timestamp>.{json,md,png} (SP1, the clickstream Spark pipeline, in
-full runs and with --only-sp1); profile runs P1 against Strom under py-spy
-and writes bench/results/<timestamp>-profile-p1.svg (`--workload p2`: P2 on a 3-node Strom
-cluster, <timestamp>-profile-p2-node{1,2}.svg).
+write bench/results/<timestamp>.{json,md,png} (SP1, the clickstream Spark pipeline, and
+TX1, the transactional producer, in full runs and with --only-sp1 / --only-tx1); profile
+runs P1 against Strom under py-spy and writes bench/results/<timestamp>-profile-p1.svg
+(`--workload p2`: P2 on a 3-node Strom cluster, <timestamp>-profile-p2-node{1,2}.svg).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from strom_bench import (
     replicated,
     report,
     spark_pipeline,
+    transactional,
     workloads,
 )
 from strom_bench.plan import PLANS, Plan
@@ -87,6 +88,13 @@ def settings_document(plan: Plan, run_dir: Path) -> dict[str, Any]:
             f"{plan.sp1_partitions} partitions, produced first (confluent-kafka, acks=all); "
             "rows over summed triggerExecution of the topic query's micro-batches, the first "
             "(warm-up) and a short tail left out",
+            "TX1": f"TxnProducerPerf (bench/peer): one transactional producer "
+            f"({', '.join(plan.tx1_producer_properties)}), {plan.tx1_transactions:,} "
+            f"transactions of {plan.tx1_records_per_transaction} x {plan.tx1_record_size} B "
+            f"records (record i to partition i % {plan.p1_partitions}), each committed before "
+            f"the next begins, the first {plan.tx1_warmup_transactions:,} untimed; then one "
+            "aborted transaction and a read_committed count that must equal the committed "
+            "records",
         },
         "sp1_spark_conf": dict(spark_pipeline.SPARK_CONF),
         "p2_f1_cluster_settings": plan.replication_settings(),
@@ -109,10 +117,11 @@ def run_comparison(
     only_c2: bool = False,
     only_p2f1: bool = False,
     only_sp1: bool = False,
+    only_tx1: bool = False,
 ) -> int:
     """Every round runs Strom's turn, then Kafka's; `only_c2` runs C2 alone in each of the
     plan's first c2_rounds rounds, `only_p2f1` P2 and F1 alone in theirs, `only_sp1` SP1
-    alone in its (the other figures are then not measured)."""
+    alone in its, `only_tx1` TX1 alone in its (the other figures are then not measured)."""
     started = time.monotonic()
     timestamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%SZ")
     run_dir = BENCH_DIR / "run" / timestamp
@@ -126,7 +135,8 @@ def run_comparison(
             template = run_dir / "kafka-formatted"
             brokers.format_kafka_storage(groups, template, plan.segment_bytes)
         cluster_templates: tuple[Path, ...] = ()
-        if not only_sp1 and (plan.c2_rounds or plan.p2_rounds or plan.f1_rounds):
+        single_broker_only = only_sp1 or only_tx1
+        if not single_broker_only and (plan.c2_rounds or plan.p2_rounds or plan.f1_rounds):
             # the nodes of C2's, P2's and F1's clusters: formatted side by side, one cluster id
             cluster_templates = tuple(clusters.kafka_cluster_templates(run_dir / "kafka-cluster"))
             brokers.format_kafka_storages(groups, cluster_templates, plan.segment_bytes)
@@ -141,10 +151,13 @@ def run_comparison(
                     replicated.run_replicated(turn)
                 elif only_sp1:
                     spark_pipeline.run_sp1(turn)
+                elif only_tx1:
+                    transactional.run_tx1(turn)
                 else:
                     workloads.run_turn(turn)
                     replicated.run_replicated(turn)
                     spark_pipeline.run_sp1(turn)
+                    transactional.run_tx1(turn)
                 rounds[kind].append(turn.values)
                 rounds[kind] += turn.trials
                 errors += turn.errors
@@ -198,7 +211,9 @@ def run_profile(plan: Plan, results_dir: Path, workload: str = "p1") -> int:
 def plan_for(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
     """The mode's plan as the options change it (parser.error on a contradiction)."""
     plan = PLANS[args.mode]
-    only = [name for name in ("only_c2", "only_p2f1", "only_sp1") if getattr(args, name)]
+    only = [
+        name for name in ("only_c2", "only_p2f1", "only_sp1", "only_tx1") if getattr(args, name)
+    ]
     if len(only) > 1:
         parser.error(
             " and ".join("--" + name.replace("_", "-") for name in only) + " exclude each other"
@@ -208,6 +223,11 @@ def plan_for(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
             parser.error("profile runs no SP1")
         plan = dataclasses.replace(plan, sp1_rounds=max(plan.sp1_rounds, 1))
         plan = dataclasses.replace(plan, rounds=plan.sp1_rounds)
+    if args.only_tx1:
+        if plan.mode == "profile":
+            parser.error("profile runs no TX1")
+        plan = dataclasses.replace(plan, tx1_rounds=max(plan.tx1_rounds, 1))
+        plan = dataclasses.replace(plan, rounds=plan.tx1_rounds)
     if args.only_p2f1:
         if plan.mode == "profile":
             parser.error("profile runs no F1")
@@ -233,6 +253,8 @@ def plan_for(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Plan:
         plan = dataclasses.replace(plan, c2_rounds=plan.rounds)
     if args.only_sp1:  # SP1 in every round
         plan = dataclasses.replace(plan, sp1_rounds=plan.rounds)
+    if args.only_tx1:  # TX1 in every round
+        plan = dataclasses.replace(plan, tx1_rounds=plan.rounds)
     return plan
 
 
@@ -264,6 +286,12 @@ def argument_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run SP1 alone (the clickstream Spark pipeline reading from each broker), in the "
         "mode's SP1 rounds (at least once: quick runs it only so)",
+    )
+    parser.add_argument(
+        "--only-tx1",
+        action="store_true",
+        help="run TX1 alone (a transactional producer on one broker per side), in the mode's "
+        "TX1 rounds (full: 3, quick: 1)",
     )
     parser.add_argument(
         "--workload",
@@ -300,6 +328,7 @@ def main(argv: list[str]) -> int:
             args.only_c2,
             args.only_p2f1,
             args.only_sp1,
+            args.only_tx1,
         )
     except (brokers.BrokerFailed, java_tools.ToolFailed, profiling.ProfileFailed) as e:
         print(f"benchmark failed: {e}", file=sys.stderr)

@@ -59,6 +59,8 @@ SPECS: tuple[FigureSpec, ...] = (
     FigureSpec("P1-100B-records", "records/s", HIGHER, "same run, records per second", _P1),
     FigureSpec("P2", "MB/s", HIGHER, "produce 1 KiB, 3 brokers, RF=3, min ISR 2, acks=all", _P2),
     FigureSpec("P2-records", "records/s", HIGHER, "same run, records per second", _P2),
+    FigureSpec("TX1", "records/s", HIGHER, "transactional produce: 100 x 1 KiB per commit"),
+    FigureSpec("TX1-txns", "transactions/s", HIGHER, "same run, transactions per second"),
     FigureSpec("C1", "MB/s", HIGHER, "consume P1-1KiB's records from the start", _C1),
     FigureSpec("C1-records", "records/s", HIGHER, "same run, records per second", _C1),
     FigureSpec("L1-p50", "ms", LOWER, "end-to-end latency at 5,000 msg/s, 1 KiB"),

@@ -5,8 +5,9 @@ kafka-tools jar for P1, `AssignConsumerPerf` (ConsumerPerformance's counting, wi
 consumer group) for C1, `FixedRateLatency` (an open-loop EndToEndLatency) for L1,
 `CreateTopicsTiming` (the admin client's createTopics, then describeTopics until every
 partition has a leader) for C2, `FailoverProbe` (an acks=all producer printing each
-acknowledgement, and the partition's leader and ISR) for F1, and `BenchAdmin` to wait for a
-broker and create topics.
+acknowledgement, and the partition's leader and ISR) for F1, `TxnProducerPerf` (a
+transactional producer, then a read_committed count of what it wrote) for TX1, and
+`BenchAdmin` to wait for a broker and create topics.
 Parsing of their output is pure and lives here too, so it is unit-tested without a JVM.
 """
 
@@ -208,6 +209,49 @@ def parse_latency_result(stdout: str) -> LatencyResult:
     )
 
 
+@dataclass(frozen=True)
+class TxnProducerResult:
+    """One TxnProducerPerf run (TX1): the timed transactions' throughput and latencies, and
+    what the read_committed check afterwards found."""
+
+    transactions: int  # committed, the untimed warm-up ones included
+    timed_transactions: int
+    records_per_transaction: int
+    record_size: int
+    partitions: int
+    transaction_version: int  # the broker's finalized transaction.version (0: none)
+    seconds: float  # the timed transactions, begin of the first to commit of the last
+    records_per_s: float
+    transactions_per_s: float
+    mb_per_s: float
+    txn_p50_ms: float  # beginTransaction to commitTransaction's return
+    txn_p99_ms: float
+    txn_max_ms: float
+    commit_p50_ms: float  # commitTransaction alone (it flushes the transaction's records)
+    commit_p99_ms: float
+    committed_read: int  # records a read_committed consumer was given from the start
+    aborted_read: int  # records of the one aborted transaction it was given (must be 0)
+    end_offsets: int  # the partitions' high watermarks, summed
+    stable_offsets: int  # their last stable offsets, summed (waited for until equal)
+
+
+def parse_txn_producer_result(stdout: str) -> TxnProducerResult:
+    data = last_json_line(stdout)
+    ints = (
+        "transactions", "timed_transactions", "records_per_transaction", "record_size",
+        "partitions", "transaction_version", "committed_read", "aborted_read", "end_offsets",
+        "stable_offsets",
+    )  # fmt: skip
+    try:
+        values: dict[str, Any] = {name: int(data[name]) for name in ints}
+        for name in TxnProducerResult.__dataclass_fields__:
+            if name not in values:
+                values[name] = float(data[name])
+    except (KeyError, TypeError, ValueError) as e:
+        raise ToolFailed(f"TxnProducerPerf's result line lacks {e}: {data}") from e
+    return TxnProducerResult(**values)
+
+
 class JavaTools:
     """Runs the Java programs against one broker, each with a deadline; logs go to `log_dir`."""
 
@@ -322,6 +366,32 @@ class JavaTools:
         ]  # fmt: skip
         argv = java_argv(PRODUCER_PERFORMANCE, args, TOOL_JVM_OPTIONS)
         return parse_producer_performance(self.run("producer-perf", argv, timeout_s, broker))
+
+    def transactional_produce(
+        self,
+        bootstrap: str,
+        topic: str,
+        *,
+        transactions: int,
+        records_per_transaction: int,
+        record_size: int,
+        warmup_transactions: int,
+        producer_properties: Sequence[str],
+        timeout_s: float,
+        broker: Watched,
+    ) -> TxnProducerResult:
+        """TxnProducerPerf (TX1): `transactions` committed transactions of
+        `records_per_transaction` records, the first `warmup_transactions` untimed, then one
+        aborted and a read_committed count (the caller checks it: transactional.check_tx1)."""
+        args = [
+            bootstrap, topic, str(transactions), str(records_per_transaction),
+            str(record_size), str(warmup_transactions), str(int(timeout_s * 1000)),
+            *producer_properties,
+        ]  # fmt: skip
+        argv = java_argv("TxnProducerPerf", args, TOOL_JVM_OPTIONS)
+        # TxnProducerPerf keeps its own deadline; this one is for a JVM that hangs anyway
+        stdout = self.run("txn-producer-perf", argv, timeout_s + 30, broker)
+        return parse_txn_producer_result(stdout)
 
     def start_failover_probe(
         self,

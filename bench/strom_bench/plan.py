@@ -48,6 +48,12 @@ class Plan:
     sp1_records: int  # page views produced before the pipeline starts
     sp1_partitions: int  # of the page-views topic (and the output topic)
     sp1_max_offsets_per_trigger: int  # rows per micro-batch: sp1_records / this batches
+    # TX1 (a transactional producer, one broker of its own) in the first tx1_rounds rounds
+    tx1_rounds: int
+    tx1_transactions: int  # committed one after the other; the first p1_warmup_fraction untimed
+    tx1_records_per_transaction: int  # record i of a transaction to partition i % p1_partitions
+    tx1_record_size: int
+    tx1_producer_properties: tuple[str, ...]  # besides transactional.id
     broker_session_timeout_ms: int  # broker.session.timeout.ms: drives F1
     broker_heartbeat_interval_ms: int  # broker.heartbeat.interval.ms
     segment_bytes: int
@@ -55,6 +61,11 @@ class Plan:
 
     def warmup_records(self, records: int) -> int:
         return int(records * self.p1_warmup_fraction)
+
+    @property
+    def tx1_warmup_transactions(self) -> int:
+        """TX1's untimed first transactions: P1's warm-up share, counted in transactions."""
+        return self.warmup_records(self.tx1_transactions)
 
     @property
     def c1_bytes(self) -> int:
@@ -95,6 +106,10 @@ _COMMON: dict[str, Any] = {
     "f1_record_size": 100,
     "min_insync_replicas": 2,
     "sp1_partitions": 3,
+    "tx1_records_per_transaction": 100,
+    "tx1_record_size": KIB,
+    # P2's producer settings: a transactional producer is idempotent, so acks=all
+    "tx1_producer_properties": ("acks=all", "batch.size=65536", "linger.ms=5"),
     # Kafka's defaults are 9000 and 2000: a dead leader's partitions then stay leaderless
     # for ~9 s on both brokers. P2's and F1's clusters run both with a 1 s session and 4
     # heartbeats per session (Kafka's defaults give 4.5); see bench/README.md, F1.
@@ -126,6 +141,10 @@ QUICK = Plan(
     sp1_rounds=0,
     sp1_records=300_000,
     sp1_max_offsets_per_trigger=50_000,
+    # TX1 once per side, small (a smoke check of the transactional path: ~15 s in all, a
+    # broker start per side included)
+    tx1_rounds=1,
+    tx1_transactions=200,
     **_COMMON,
 )
 
@@ -148,6 +167,8 @@ FULL = Plan(
     sp1_rounds=3,
     sp1_records=1_000_000,  # ~30 s of micro-batches on 2 cores (Spark: ~30-50k rows/s)
     sp1_max_offsets_per_trigger=100_000,
+    tx1_rounds=3,
+    tx1_transactions=1_000,  # 100,000 x 1 KiB: ~20-30 s on Strom, 2 cores
     **_COMMON,
 )
 
@@ -171,6 +192,8 @@ PROFILE = Plan(
     sp1_rounds=0,
     sp1_records=0,
     sp1_max_offsets_per_trigger=1,
+    tx1_rounds=0,
+    tx1_transactions=0,
     **_COMMON,
 )
 

@@ -1,5 +1,5 @@
-"""A PNG of the run: throughput, latency percentiles, memory, failover and the Spark
-pipeline, Strom beside Kafka.
+"""A PNG of the run: throughput, latency percentiles, memory, failover, the Spark pipeline
+and the transactional producer, Strom beside Kafka.
 
 Bars are medians; the whiskers span min to max of the runs.
 """
@@ -24,6 +24,7 @@ PANELS: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
     ("Resident memory (lower is better)", "MiB", ("M1-idle", "M1-P1", "M1-1000p"), False),
     ("Failover, RF 3 (lower is better)", "s", ("F1", "F1-broker", "F1-controller"), False),
     ("Spark clickstream (higher is better)", "records/s", ("SP1",), False),
+    ("Transactional produce (higher is better)", "records/s", ("TX1",), False),
 )  # fmt: skip
 COLOURS = {"Strom": "#1f77b4", "Kafka": "#7f7f7f"}
 BAR_WIDTH = 0.38

@@ -35,6 +35,20 @@ def test_full_runs_sp1_in_its_rounds_and_only_sp1_runs_it_alone() -> None:
     assert (more.rounds, more.sp1_rounds) == (3, 3)
 
 
+def test_full_runs_tx1_in_its_rounds_and_only_tx1_runs_it_alone() -> None:
+    full = _plan("full")
+    assert (full.tx1_rounds, full.tx1_transactions, full.tx1_warmup_transactions) == (3, 1000, 200)
+    assert full.tx1_records_per_transaction == 100 and full.tx1_record_size == 1024
+    assert "acks=all" in full.tx1_producer_properties  # a transactional producer's only acks
+    assert _plan("quick").tx1_rounds == 1  # once per side, a smoke check (~15 s in all)
+    only = _plan("full", "--only-tx1")
+    assert (only.rounds, only.tx1_rounds) == (3, 3)
+    quick = _plan("quick", "--only-tx1")
+    assert (quick.rounds, quick.tx1_rounds, quick.tx1_transactions) == (1, 1, 200)
+    more = _plan("quick", "--only-tx1", "--rounds", "3")
+    assert (more.rounds, more.tx1_rounds) == (3, 3)
+
+
 def test_the_broker_session_is_set_for_both_sides_at_once() -> None:
     changed = _plan(
         "full", "--broker-session-timeout-ms", "9000", "--broker-heartbeat-interval-ms", "2000"
@@ -52,3 +66,7 @@ def test_contradicting_options_are_refused() -> None:
         _plan("full", "--only-sp1", "--only-c2")
     with pytest.raises(SystemExit):
         _plan("profile", "--only-sp1")
+    with pytest.raises(SystemExit):
+        _plan("full", "--only-tx1", "--only-sp1")
+    with pytest.raises(SystemExit):
+        _plan("profile", "--only-tx1")

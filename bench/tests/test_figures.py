@@ -85,6 +85,18 @@ def test_p2_and_f1_are_measured_with_their_targets() -> None:
     assert by_id["F1-controller"].strom is None  # no trial of that kind on Strom's side
 
 
+def test_tx1_reports_records_and_transactions_per_second_without_a_target() -> None:
+    rounds = {
+        "strom": [{"TX1": 4000.0, "TX1-txns": 40.0}, {"TX1": 5000.0, "TX1-txns": 50.0}],
+        "kafka": [{"TX1": 20000.0, "TX1-txns": 200.0}],
+    }
+    by_id = {f.spec.id: f for f in figures.build_figures(rounds)}
+    assert by_id["TX1"].ratio == pytest.approx(0.225)
+    assert by_id["TX1-txns"].ratio == pytest.approx(0.225)
+    assert by_id["TX1"].meets_target is None  # issue 18 sets no target: the ratio is reported
+    assert by_id["TX1-txns"].spec.unit == "transactions/s"
+
+
 def test_an_absolute_bound_on_strom_can_miss_a_met_ratio() -> None:
     target = Target("<=", 1.0, strom_at_most=2.0)
     assert target.met_by(0.9, 1.9) is True
@@ -111,7 +123,7 @@ def test_every_spec_is_well_formed() -> None:
     assert len(ids) == len(set(ids))
     assert {spec.better for spec in figures.SPECS} == {HIGHER, LOWER}
     for spec in figures.SPECS:
-        if spec.unit in ("MB/s", "records/s"):
+        if spec.unit in ("MB/s", "records/s", "transactions/s"):
             assert spec.better == HIGHER, spec.id
         else:
             assert spec.better == LOWER, spec.id

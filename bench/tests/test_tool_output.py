@@ -52,6 +52,31 @@ def test_consumer_and_latency_json_lines() -> None:
     assert (latency.p999_ms, latency.max_ms) == (49.24, 54.23)
 
 
+TXN_LINE = (
+    '{"transactions": 1000, "timed_transactions": 800, "records_per_transaction": 100, '
+    '"record_size": 1024, "partitions": 6, "transaction_version": 2, "seconds": 4.000000, '
+    '"records_per_s": 20000.0, "transactions_per_s": 200.00, "mb_per_s": 19.531, '
+    '"txn_p50_ms": 4.500, "txn_p99_ms": 9.000, "txn_max_ms": 30.000, "commit_p50_ms": 4.000, '
+    '"commit_p99_ms": 8.500, "committed_read": 100000, "aborted_read": 0, '
+    '"end_offsets": 106106, "stable_offsets": 106106}'
+)
+
+
+def test_txn_producer_json_line() -> None:
+    result = java_tools.parse_txn_producer_result("a log line\n" + TXN_LINE + "\n")
+    assert (result.transactions, result.timed_transactions, result.partitions) == (1000, 800, 6)
+    assert result.transaction_version == 2
+    assert (result.committed_read, result.aborted_read) == (100000, 0)
+    assert (result.records_per_s, result.transactions_per_s) == (20000.0, 200.0)
+    assert result.commit_p99_ms == 8.5
+    assert (result.end_offsets, result.stable_offsets) == (106106, 106106)
+
+
+def test_txn_producer_line_missing_a_field_fails() -> None:
+    with pytest.raises(java_tools.ToolFailed, match="lacks"):
+        java_tools.parse_txn_producer_result(TXN_LINE.replace('"aborted_read": 0, ', ""))
+
+
 def test_missing_json_line_fails() -> None:
     with pytest.raises(java_tools.ToolFailed, match="no JSON result line"):
         java_tools.last_json_line("nothing here\n")
