@@ -554,17 +554,6 @@ def test_word_count_exactly_once_through_a_coordinator_kill(
     print("\n".join(["", "Strom, 3 brokers, the coordinator killed:", *notes]))
 
 
-@pytest.mark.xfail(
-    strict=False,  # a race: the crash must land while a coordinator write is in flight
-    reason=(
-        "broker bug: a transactional request whose client connection is lost while its "
-        "__transaction_state write waits for replication leaves the id's pending_state set "
-        "forever (TransactionCoordinator._run in coordinator/transactions.py is cancelled "
-        "with the connection's worker in server/connection.py), so the restarted app's "
-        "InitProducerId gets CONCURRENT_TRANSACTIONS and its open transaction is never "
-        "aborted; deterministic in test_txn_coordinator_disconnects.py"
-    ),
-)
 @pytest.mark.slow
 @pytest.mark.timeout(480)
 def test_word_count_exactly_once_through_an_app_crash(

@@ -60,11 +60,7 @@ HANG_TIMEOUT_MS = 15_000
 BROKERS = [
     pytest.param("kafka", id="kafka"),
     pytest.param("kafka_tv1", id="kafka-tv1"),
-    pytest.param(
-        "strom",
-        id="strom",
-        marks=pytest.mark.skip(reason="Strom's transactions land in issue 18's step 5"),
-    ),
+    pytest.param("strom", id="strom"),
 ]
 
 

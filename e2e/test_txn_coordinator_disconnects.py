@@ -120,16 +120,6 @@ def cluster(tmp_path: Path) -> Iterator[StromCluster]:
         yield made
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "broker bug: TransactionCoordinator._run (coordinator/transactions.py) is cancelled "
-        "with the connection's worker (server/connection.py connection_lost) while its "
-        "__transaction_state write waits for replication; the record commits but the id's "
-        "pending_state stays set, so every later request gets CONCURRENT_TRANSACTIONS and "
-        "the timeout abort skips it"
-    ),
-)
 @pytest.mark.timeout(180)
 def test_a_client_gone_mid_write_leaves_its_transactional_id_usable(
     cluster: StromCluster,

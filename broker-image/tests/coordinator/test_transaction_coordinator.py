@@ -424,7 +424,7 @@ async def test_end_txn_writes_prepare_sends_markers_then_writes_complete(
     assert reply.error is E.none
     prepared = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
     completed = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
-    assert w.log.states(A)[-1] is prepared
+    assert prepared in w.log.states(A)  # the answer comes once Prepare* is written
     await w.coordinator.drain()
     assert w.markers.requests == [
         MarkerRequest(
@@ -948,3 +948,23 @@ async def test_stop_cancels_the_marker_rounds_in_flight(w: World) -> None:
     await w.coordinator.drain()
     assert len(w.markers.requests) == 1
     assert w.log.states(A)[-1] is S.PREPARE_COMMIT
+
+
+async def test_a_request_cancelled_mid_write_still_applies_its_record(w: World) -> None:
+    """A client that goes away while its record waits for replication (the handler is
+    cancelled with the connection) must not leave the id pending for good: the record is
+    written, so memory follows it, and the next request is served."""
+    pid, epoch = await w.begin(A, [T_0])
+    w.log.hold()
+    request = asyncio.get_running_loop().create_task(
+        w.coordinator.add_partitions(A, pid, epoch, [T_1])
+    )
+    await settle()
+    request.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+    w.log.release()
+    await w.coordinator.drain()
+    assert w.log.states(A)[-1] is S.ONGOING
+    assert w.coordinator.describe(A).topics == (("t", (0, 1)),)
+    assert (await w.coordinator.end_txn(A, pid, epoch, True)).error is E.none

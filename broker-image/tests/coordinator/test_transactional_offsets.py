@@ -370,15 +370,9 @@ async def test_a_marker_in_the_log_before_the_transactions_batch_does_not_end_it
     assert committed(after, T_0) is None and pending(after, T_0)
 
 
-# Where Strom differs from Kafka ------------------------------------------------------------
+# Kafka's rules where pending and plain offsets meet ---------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a commit marker materialises the transactional offset over a newer "
-    "non-transactional commit of the same partition (Group.end_transaction updates "
-    "unconditionally; Kafka keeps the commit with the higher record offset)",
-)
 async def test_a_newer_plain_commit_wins_over_the_transactions_offset_at_its_marker() -> None:
     chunks = Chunks()
     c = coordinator(chunks)
@@ -388,12 +382,6 @@ async def test_a_newer_plain_commit_wins_over_the_transactions_offset_at_its_mar
     assert committed(c, T_0) == 20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the replay of a commit marker materialises the transactional offset "
-    "over a non-transactional commit written after it (Kafka: replayEndTransactionMarker "
-    "keeps the commit with the higher record offset)",
-)
 async def test_on_load_a_newer_plain_commit_wins_over_the_transactions_offset() -> None:
     chunks = Chunks()
     c = coordinator(chunks)
@@ -403,13 +391,6 @@ async def test_on_load_a_newer_plain_commit_wins_over_the_transactions_offset() 
     assert committed(reloaded(chunks), T_0) == 20
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: expiring every committed offset of an empty group deletes the group "
-    "(tombstone and memory) although it holds pending transactional offsets, so the "
-    "commit marker later finds no group and the committed offset is lost (Kafka: "
-    "cleanupExpiredOffsets keeps a group with open transactions)",
-)
 async def test_expiring_a_groups_offsets_keeps_its_pending_transactional_ones() -> None:
     chunks = Chunks()
     c = coordinator(chunks)
@@ -421,13 +402,6 @@ async def test_expiring_a_groups_offsets_keeps_its_pending_transactional_ones() 
     assert committed(reloaded(chunks), T_1) == 11
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: OffsetDelete of an empty group's last committed offset deletes the group "
-    "although it holds pending transactional offsets (offsets._Drop ignores "
-    "pending_txn_offsets), so the commit marker finds no group (Kafka keeps a group "
-    "that has pending transactional offsets)",
-)
 async def test_deleting_a_groups_last_offset_keeps_its_pending_transactional_ones() -> None:
     chunks = Chunks()
     c = coordinator(chunks)
@@ -438,13 +412,6 @@ async def test_deleting_a_groups_last_offset_keeps_its_pending_transactional_one
     assert committed(c, T_1) == 11
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: an expired offset is tombstoned although a transaction holds a pending "
-    "offset for the same partition; if that transaction aborts the group has lost its "
-    "committed offset (Kafka's cleanupExpiredOffsets skips partitions with "
-    "hasPendingTransactionalOffsets)",
-)
 async def test_an_offset_with_a_pending_transactional_commit_does_not_expire() -> None:
     chunks = Chunks()
     c = coordinator(chunks)

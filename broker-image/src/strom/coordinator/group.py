@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kio.schema.errors import ErrorCode
@@ -107,6 +107,11 @@ class Group:
         # become `offsets` when the producer's commit marker reaches the group's
         # `__consumer_offsets` partition, and go at its abort marker.
         self.pending_txn_offsets: dict[int, dict[tuple[str, int], CommittedOffset]] = {}
+        # When each offset was written, in log order (Kafka compares record offsets): a
+        # transaction's offset must not replace a plain commit written after it.
+        self._written = 0
+        self._written_at: dict[tuple[str, int], int] = {}
+        self._pending_written_at: dict[tuple[int, tuple[str, int]], int] = {}
         # Set while the group runs the consumer protocol (KIP-848); the classic state
         # then stays Empty, without classic members.
         self.consumer: consumer_group.ConsumerGroup | None = None
@@ -194,12 +199,37 @@ class Group:
         with require_stable answers UNSTABLE_OFFSET_COMMIT then)."""
         return any(key in pending for pending in self.pending_txn_offsets.values())
 
+    def commit_offsets(self, offsets: Mapping[tuple[str, int], CommittedOffset]) -> None:
+        """Plain commits, written (or replayed) in log order."""
+        for key, committed in offsets.items():
+            self._written += 1
+            self.offsets[key] = committed
+            self._written_at[key] = self._written
+
+    def drop_offset(self, key: tuple[str, int]) -> None:
+        self.offsets.pop(key, None)
+        self._written_at.pop(key, None)
+
+    def pend_offsets(
+        self, producer_id: int, offsets: Mapping[tuple[str, int], CommittedOffset]
+    ) -> None:
+        """A transaction's commits (TxnOffsetCommit), written (or replayed) in log order."""
+        pending = self.pending_txn_offsets.setdefault(producer_id, {})
+        for key, committed in offsets.items():
+            self._written += 1
+            pending[key] = committed
+            self._pending_written_at[(producer_id, key)] = self._written
+
     def end_transaction(self, producer_id: int, commit: bool) -> int:
         """A marker of the producer's transaction: its pending offsets become committed
-        (or are dropped). Returns how many changed."""
+        (or are dropped); one older than a plain commit of its partition loses, as in
+        Kafka's replayEndTransactionMarker. Returns how many changed."""
         pending = self.pending_txn_offsets.pop(producer_id, None)
         if not pending:
             return 0
-        if commit:
-            self.offsets.update(pending)
+        for key, committed in pending.items():
+            written = self._pending_written_at.pop((producer_id, key), 0)
+            if commit and written > self._written_at.get(key, -1):
+                self.offsets[key] = committed
+                self._written_at[key] = written
         return len(pending)

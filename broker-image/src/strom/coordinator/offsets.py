@@ -83,7 +83,7 @@ class OffsetManager:
             return errors
 
         def materialize() -> None:
-            runtime.group_for(self.groups, group_id, now_ms).offsets.update(accepted)
+            runtime.group_for(self.groups, group_id, now_ms).commit_offsets(accepted)
 
         entries = runtime.offset_entries(group_id, accepted)
         try:
@@ -140,7 +140,7 @@ class OffsetManager:
 
         def pend() -> None:
             group = runtime.group_for(self.groups, group_id, now_ms)
-            group.pending_txn_offsets.setdefault(producer_id, {}).update(accepted)
+            group.pend_offsets(producer_id, accepted)
 
         entries = runtime.offset_entries(group_id, accepted)
         try:
@@ -237,6 +237,8 @@ class OffsetManager:
                 for key, committed in group.offsets.items()
                 if now_ms - max(committed.commit_timestamp_ms, group.state_timestamp_ms)
                 >= retention
+                # an open transaction's offset for it decides it (Kafka skips those)
+                and not group.has_pending_offset(key)
             ]
             if expired:
                 drops.append((len(expired), self.drop(group.group_id, expired, now_ms)))
@@ -304,7 +306,12 @@ class _Drop:
             self.refused = True  # a member joined since DeleteGroups looked
             return []
         self._dropping = list(group.offsets) if self._keys is None else self._keys
-        self._delete_group = group.is_empty() and group.offsets.keys() <= set(self._dropping)
+        # A group with offsets of an open transaction stays, for their marker.
+        self._delete_group = (
+            group.is_empty()
+            and group.offsets.keys() <= set(self._dropping)
+            and not group.pending_txn_offsets
+        )
         out = runtime.offset_tombstones(self._group_id, self._dropping)
         if self._delete_group:
             out.append(runtime.group_tombstone(self._group_id))
@@ -317,7 +324,7 @@ class _Drop:
         if group is None or self.refused or self._groups.get(self._group_id) is not group:
             return
         for key in self._dropping:
-            group.offsets.pop(key, None)
+            group.drop_offset(key)
         if self._delete_group and group.is_empty():
             group.offsets.clear()
             group.transition(State.DEAD, group.state_timestamp_ms)

@@ -236,9 +236,7 @@ def replay_pending(
             log.warning("skipping unreadable transactional offset record: %s", error)
             continue
         group = group_for(groups, key.group_id, now_ms)
-        group.pending_txn_offsets.setdefault(producer_id, {})[(key.topic, key.partition)] = (
-            committed
-        )
+        group.pend_offsets(producer_id, {(key.topic, key.partition): committed})
         touched.add(key.group_id)
     return touched
 
@@ -261,10 +259,10 @@ def apply_records(
             if isinstance(key, offsets_records.OffsetKey):
                 group = group_for(groups, key.group_id, now_ms)
                 if value is None:
-                    group.offsets.pop((key.topic, key.partition), None)
+                    group.drop_offset((key.topic, key.partition))
                 else:
-                    group.offsets[(key.topic, key.partition)] = offsets_records.parse_offset_value(
-                        value
+                    group.commit_offsets(
+                        {(key.topic, key.partition): offsets_records.parse_offset_value(value)}
                     )
             elif value is None:
                 groups.pop(key.group_id, None)

@@ -23,6 +23,7 @@ import asyncio
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -97,7 +98,8 @@ class TransactionCoordinator:
         self._time_ms = time_ms
         self._config = config
         self._partitions: dict[int, _Partition] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        # marker rounds, and decided writes (which outlive a cancelled request)
+        self._tasks: set[asyncio.Task[Any]] = set()
 
     @property
     def config(self) -> TxnConfig:
@@ -392,6 +394,25 @@ class TransactionCoordinator:
         write = decision
         if write.created:
             state.transactions[transactional_id] = write.metadata
+        # The write and what follows it run to the end even when the request is cancelled
+        # (its client went away): a decided write left half done would keep the id's
+        # pending state set, and every later request on it CONCURRENT_TRANSACTIONS.
+        applied = asyncio.get_running_loop().create_task(
+            self._apply(partition, epoch, transactional_id, write, now)
+        )
+        self._tasks.add(applied)
+        applied.add_done_callback(self._tasks.discard)
+        return await asyncio.shield(applied)
+
+    async def _apply(
+        self,
+        partition: int,
+        epoch: int,
+        transactional_id: str,
+        write: txn_rules.Write,
+        now: int,
+    ) -> Reply:
+        """Write a decided record, then apply it (and send the markers it calls for)."""
         try:
             await self._write(partition, transactional_id, write.transit, now)
         except offsets_log.StoreFailed as failure:
@@ -449,16 +470,22 @@ class TransactionCoordinator:
         while waiting:
             if not self._still_owner(partition, coordinator_epoch):
                 return
-            answers = await self._send_markers(
-                MarkerRequest(
-                    markers.producer_id,
-                    markers.producer_epoch,
-                    markers.commit,
-                    coordinator_epoch,
-                    markers.transaction_version,
-                    frozenset(waiting),
+            try:
+                answers = await self._send_markers(
+                    MarkerRequest(
+                        markers.producer_id,
+                        markers.producer_epoch,
+                        markers.commit,
+                        coordinator_epoch,
+                        markers.transaction_version,
+                        frozenset(waiting),
+                    )
                 )
-            )
+            except Exception:
+                # Whatever failed, the transaction must not stay prepared for good: the
+                # round is tried again, as for an unreachable leader.
+                log.exception("%s: sending markers failed", markers.transactional_id)
+                answers = {}
             for topic_partition, error in answers.items():
                 if error is ErrorCode.none:
                     waiting.discard(topic_partition)

@@ -9,6 +9,7 @@ messages, as Kafka's KafkaApis does.
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _response = apis.build_response
+_EPOCH = datetime.datetime.fromtimestamp(0, tz=datetime.UTC)
 TopicPartition = tuple[str, int]
 
 
@@ -247,7 +249,9 @@ async def handle_describe_transactions(
                 "transactional_id": described.transactional_id,
                 "transaction_state": described.state,
                 "transaction_timeout": described.timeout_ms,
-                "transaction_start_time": described.start_ms,
+                # -1 (no transaction open) as Kafka sends it: kio's field is a datetime
+                "transaction_start_time": _EPOCH
+                + datetime.timedelta(milliseconds=described.start_ms),
                 "producer_id": described.producer_id,
                 "producer_epoch": described.producer_epoch,
                 "topics": [
