@@ -4,8 +4,13 @@
 #   make chaos MINUTES=5       shorter (whole minutes)
 #   make chaos SEED=1234       replay that seed's nemesis schedule
 MINUTES ?= 30
-.PHONY: chaos
+.PHONY: chaos chaos-txn
 
 chaos: install
 	CHAOS_SECONDS=$$(( $(MINUTES) * 60 )) $(if $(SEED),CHAOS_SEED=$(SEED)) \
 		$(BIN)/pytest e2e/test_chaos.py -s $(PYTEST_ARGS)
+
+# The transactional chaos test (e2e/test_chaos_txn.py) run long, the same way.
+chaos-txn: install
+	CHAOS_TXN=1 CHAOS_SECONDS=$$(( $(MINUTES) * 60 )) $(if $(SEED),CHAOS_SEED=$(SEED)) \
+		$(BIN)/pytest e2e/test_chaos_txn.py -s -k broker_faults $(PYTEST_ARGS)

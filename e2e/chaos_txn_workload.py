@@ -46,6 +46,17 @@ from waiting import wait_until
 OP_TIMEOUT_S = 10.0  # one transactional call: init, send offsets, commit, abort
 RETRY_FOR_S = 30.0  # a retriable call is retried this long
 RETRY_BACKOFF_S = 0.2
+# librdkafka's send_offsets_to_transaction can block past its timeout, for good, when the
+# group coordinator it has cached was decommissioned (a broker fenced by a fault leaves
+# the metadata): confluentinc/librdkafka#5456 and #5511, open against 2.14-2.16. A call
+# still blocked this long after its timeout counts as its producer's failure.
+HUNG_MARGIN_S = 10.0
+
+
+class ClientHung(Exception):
+    """A librdkafka call that did not return within its timeout and HUNG_MARGIN_S."""
+
+
 REQUEST_TIMEOUT_S = 5.0  # ListOffsets, OffsetFetch
 POLL_S = 0.2
 PURGED = (KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT)
@@ -139,6 +150,27 @@ class Client(threading.Thread):
         raise NotImplementedError
 
 
+def bounded(call: Callable[[], None], timeout_s: float, what: str) -> None:
+    """`call()` on a thread of its own, raising what it raises; ClientHung if it has not
+    returned after `timeout_s` (it is then left blocked: a daemon thread)."""
+    failures: list[BaseException] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as error:
+            failures.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=what, daemon=True).start()
+    if not done.wait(timeout_s):
+        raise ClientHung(f"{what} still blocked after {timeout_s:.0f}s")
+    if failures:
+        raise failures[0]
+
+
 class TransactionalProducer:
     """One transactional.id's librdkafka producer, replaced after a fatal error."""
 
@@ -182,8 +214,13 @@ class TransactionalProducer:
                 )
             if offsets is not None:
                 positions, metadata = offsets
+                producer = self.producer
                 self._retrying(
-                    lambda t: self.producer.send_offsets_to_transaction(positions, metadata, t),
+                    lambda t: bounded(
+                        lambda: producer.send_offsets_to_transaction(positions, metadata, t),
+                        t + HUNG_MARGIN_S,
+                        f"{self.transactional_id} send_offsets_to_transaction",
+                    ),
                     "send_offsets_to_transaction",
                 )
             if abort:
@@ -197,6 +234,13 @@ class TransactionalProducer:
             return Outcome.COMMITTED
         except (KafkaException, BufferError) as failure:
             return self._recover(failure, commit_asked)
+        except ClientHung as hung:
+            # The blocked producer is left to its thread; the new one's init_transactions
+            # fences it and aborts what it left open (nothing was committed: no commit
+            # was asked).
+            self.context.note(self.transactional_id, f"{hung}: replaced by a new producer")
+            self.producer = self._new()
+            return Outcome.UNKNOWN if commit_asked else Outcome.ABORTED
 
     def _recover(self, failure: BaseException, commit_asked: bool) -> Outcome:
         self.context.note(self.transactional_id, describe(failure))
@@ -409,8 +453,12 @@ class LsoWatcher(Client):
                 except KafkaException:  # a fault: no sample this time
                     continue
                 at = self.clock.now()
+                # librdkafka's OFFSET_INVALID (-1001) is no sample: the partition's leader
+                # was not known at that moment (a fault)
                 self.samples.extend(
-                    LsoSample(self.name, topic, p, at, lso) for p, lso in sorted(lsos.items())
+                    LsoSample(self.name, topic, p, at, lso)
+                    for p, lso in sorted(lsos.items())
+                    if lso >= 0
                 )
 
 
@@ -548,7 +596,11 @@ class TxnWorkload:
         try:
             self._wait(
                 lambda: self._transformed(offsets, final_in),
-                "the group's committed offsets past every visible input record",
+                lambda: (
+                    "the group's committed offsets past every visible input record: "
+                    f"committed {self._committed(offsets)}, last visible "
+                    f"{ {p: r[-1][0] for p, r in final_in.records.items() if r} }"
+                ),
             )
             self._stop(self.workers, 2 * RETRY_FOR_S)
             final_out = self._settled_read(config.out_topic)
@@ -560,7 +612,13 @@ class TxnWorkload:
         finals = {final_in.topic: final_in, final_out.topic: final_out}
         self._wait(
             lambda: all(reader.caught_up(finals[reader.topic]) for reader in self.readers),
-            "the tailing readers read as much as the final reads",
+            lambda: "the tailing readers read as much as the final reads: behind "
+            + "; ".join(
+                f"{reader.name} {reader.topic}-{p} {len(reader.records[p])}/{len(values)}"
+                for reader in self.readers
+                for p, values in finals[reader.topic].records.items()
+                if len(reader.records[p]) < len(values)
+            ),
             fail=False,
         )
         assert group_offsets is not None  # wait_until returns something true

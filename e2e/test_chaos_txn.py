@@ -7,8 +7,9 @@ monotonic LSO and no half-visible transaction of unknown outcome.
 
 Against the Apache Kafka node (no faults: the workload and the checker agree with the
 reference), and against a 3-broker Strom cluster under the replication chaos test's
-nemesis (skipped until Strom has transactions). CHAOS_SEED replays a workload's choices
-(and the nemesis's schedule); CHAOS_SECONDS sets the Strom run's length.
+nemesis. CHAOS_SEED replays a workload's choices (and the nemesis's schedule);
+CHAOS_SECONDS sets the Strom run's length (60 s in `make test`, `make chaos-txn` runs it
+long) and CHAOS_WORKERS the number of consume-transform-produce workers (2).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from chaos_txn_workload import RETRY_FOR_S, TxnRun, TxnWorkload, TxnWorkloadConf
 from chaos_workload import Clock
 from strom_cluster import StromCluster
 
-SECONDS = float(os.environ.get("CHAOS_SECONDS", "90"))
+SECONDS = float(os.environ.get("CHAOS_SECONDS", "60"))
+WORKERS = int(os.environ.get("CHAOS_WORKERS", "2"))
 QUIET_S = 15.0  # no new fault this close to the producers' end
 # the settling waits (decided, transformed, read) and client retries, on top of the run
 SETTLE_BOUND_S = 5 * 60.0 + 6 * RETRY_FOR_S
@@ -82,13 +84,19 @@ def hosts() -> Iterator[netns.Hosts | None]:
         yield made
 
 
-@pytest.mark.skip(reason="Strom's transactions land in issue 18")
+@pytest.mark.skipif(
+    os.environ.get("CHAOS_TXN") != "1",
+    reason=(
+        "run by `make chaos-txn`, not yet in `make test`: its safety checks hold, but about "
+        "1 run in 4 still fails liveness (a transactional id answering "
+        "CONCURRENT_TRANSACTIONS for 30 s after its coordinator moved under a network cut; "
+        "issue 18 goes on)"
+    ),
+)
 @pytest.mark.slow
 @pytest.mark.timeout(SECONDS + SETTLE_BOUND_S)
-@pytest.mark.parametrize("workers", [1, 2])
-def test_transactions_hold_under_broker_faults(
-    tmp_path: Path, hosts: netns.Hosts | None, workers: int
-) -> None:
+def test_transactions_hold_under_broker_faults(tmp_path: Path, hosts: netns.Hosts | None) -> None:
+    workers = WORKERS
     chosen = seed()
     config = TxnWorkloadConfig(
         seed=chosen,

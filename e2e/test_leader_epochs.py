@@ -86,7 +86,7 @@ def test_the_leader_answers_where_its_epochs_end(
     }
     expected = [
         (topic, 0, ErrorCode.none, 0, 5),  # a single node leads at epoch 0, to the log end
-        (topic, 1, ErrorCode.none, -1, -1),  # nothing written: no epoch known
+        (topic, 1, ErrorCode.none, 0, 0),  # nothing written: epoch 0 starts (and ends) at 0
         (topic, 0, ErrorCode.none, -1, -1),  # an epoch newer than any
         (topic, 0, ErrorCode.unknown_leader_epoch, -1, -1),  # the caller is ahead of us
         (topic, 9, ErrorCode.unknown_topic_or_partition, -1, -1),

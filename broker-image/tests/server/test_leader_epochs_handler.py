@@ -95,8 +95,12 @@ def test_an_epoch_older_than_the_cache_ends_where_the_log_starts(
 
 
 def test_unknown_epochs_answer_undefined_without_an_error(log: partition_log.PartitionLog) -> None:
-    empty = partitions.Partition("t", 0, log, NODE, state(0))
-    assert answer(empty, 0) == (None, -1, -1)
+    empty = partitions.Partition("t", 0, log, NODE, state(2))
+    # Kafka marks a new leader's epoch at the log end even in an empty log: every epoch
+    # up to the current one ends there, a newer one is unknown.
+    assert answer(empty, 2) == (None, 2, 0)
+    assert answer(empty, 0) == (None, 0, 0)
+    assert answer(empty, 3) == (None, -1, -1)
     partition = led_through_epochs(log, [(0, 2), (2, 1)])
     assert answer(partition, 9) == (None, -1, -1)  # newer than any known
     assert answer(partition, -1) == (None, -1, -1)
@@ -164,7 +168,7 @@ async def test_every_version_answers_from_the_leaders_cache(
     response = await call(broker, apis.ApiKey.OFFSET_FOR_LEADER_EPOCH, version, request(wanted))
     assert answers(response) == [
         ("orders", 0, ErrorCode.none, 0, 5),
-        ("orders", 1, ErrorCode.none, -1, -1),  # nothing written yet: no epoch known
+        ("orders", 1, ErrorCode.none, 0, 0),  # nothing written yet: epoch 0 ends at 0
         ("orders", 0, ErrorCode.unknown_leader_epoch, -1, -1),  # the caller is ahead
         ("orders", 7, ErrorCode.unknown_topic_or_partition, -1, -1),
         ("missing", 0, ErrorCode.unknown_topic_or_partition, -1, -1),

@@ -254,3 +254,58 @@ def test_a_marker_batch_reads_back(harness) -> None:
     assert control.parse_end_txn_marker(data) == control.EndTxnMarker(False, 9)
     (record,) = batches.iter_records(data)
     assert record.key == bytes.fromhex("00000000") and record.value == bytes.fromhex("000000000009")
+
+
+def test_aborted_transactions_interleaved_past_the_bound_are_all_found(harness) -> None:
+    """The chaos test's case: A opens at 0, B at 1; A's abort marker (2) lies past a read
+    bound of 2, and B's abort (3) too. Both overlap the read [1, 2): the search may stop
+    only at an entry whose last stable offset reaches the bound (Kafka's rule), not at
+    the first marker past it."""
+    log = harness.open()
+    send_txn(harness, log, A, 0)  # 0
+    send_txn(harness, log, B, 0)  # 1
+    end_txn(harness, log, A, ABORT)  # 2: B still open, so its LSO is 1
+    end_txn(harness, log, B, ABORT)  # 3
+    assert log.aborted_transactions(1, 2) == [
+        txn_index.AbortedTxn(A, 0, 2, 1),
+        txn_index.AbortedTxn(B, 1, 3, 4),
+    ]
+
+
+def verified_send(harness, log, producer_id, sequence, guard):
+    ts = harness.clock.now_ms
+    batch = bytearray(
+        batches.build_batch(
+            [(None, b"v", [], ts)],
+            producer_id=producer_id,
+            producer_epoch=0,
+            base_sequence=sequence,
+            is_transactional=True,
+        )
+    )
+    headers = batches.validate_produce_batches(memoryview(batch), 1 << 20)
+    return log.append(batch, headers, 0, ts, guard, verify=True)
+
+
+def test_a_batch_opening_a_transaction_needs_its_verification(harness) -> None:
+    """KIP-890 part 1: a client's transactional batch that would open a transaction is
+    taken only with the producer's current guard; one in an open transaction needs none."""
+    log = harness.open()
+    producers = log.producer_state
+    with pytest.raises(producer_state.InvalidTxnStateError):
+        verified_send(harness, log, A, 0, None)
+    guard = producers.start_verification(A)
+    assert verified_send(harness, log, A, 0, guard).base_offset == 0
+    assert not producers.needs_verification(A)
+    assert verified_send(harness, log, A, 1, None).base_offset == 1  # already open
+
+
+def test_a_marker_between_verification_and_append_voids_the_guard(harness) -> None:
+    """The race KIP-890 closes: the coordinator verified the transaction, then its abort
+    marker landed, then the late batch came: it must not open a new transaction."""
+    log = harness.open()
+    guard = log.producer_state.start_verification(A)
+    end_txn(harness, log, A, ABORT)  # the coordinator ended the transaction meanwhile
+    with pytest.raises(producer_state.InvalidTxnStateError):
+        verified_send(harness, log, A, 0, guard)
+    assert log.producer_state.ongoing_transactions == {}

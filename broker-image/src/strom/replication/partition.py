@@ -54,6 +54,9 @@ _VALIDATION_ERRORS = {
 }
 
 
+# KIP-890's proof of a verified transaction, as the produce path holds it
+VerificationGuard = producer_state.VerificationGuard
+
 # Sends a leader's proposed ISR on to the controller (the replica manager's IsrUpdates)
 IsrProposer = Callable[["Partition", tuple[int, ...]], None]
 
@@ -246,9 +249,12 @@ class Partition:
         min_insync_replicas: int,
         transactional: bool,
         now_ms: int,
+        verification: producer_state.VerificationGuard | None = None,
     ) -> AppendOutcome:
         """Validate and append a client's record set. With acks=-1 the producer is answered
-        once `wait_committed(outcome)` completes (the high watermark covers the batch)."""
+        once `wait_committed(outcome)` completes (the high watermark covers the batch).
+        `transactional` (the request names a transactional id): a batch opening a
+        transaction needs `verification`, the guard of its verification (KIP-890)."""
         if not self.is_leader:
             return AppendOutcome(AppendError.NOT_LEADER)
         if acks == -1 and len(self.isr) < min_insync_replicas:
@@ -264,7 +270,24 @@ class Partition:
             )
         except validator.InvalidBatch as error:
             return AppendOutcome(_VALIDATION_ERRORS[error.reason], str(error))
-        return self._append(data, headers, now_ms)
+        return self._appended(
+            lambda: self.log.append(
+                data,
+                headers,
+                leader_epoch=self.leader_epoch,
+                now_ms=now_ms,
+                verification=verification,
+                verify=transactional,
+            )
+        )
+
+    def transaction_verification(self, producer_id: int) -> producer_state.VerificationGuard | None:
+        """KIP-890: a guard to take before asking the coordinator, when a transactional
+        batch of this producer would open a transaction here (None: one is open)."""
+        producers = self.log.producer_state
+        if not producers.needs_verification(producer_id):
+            return None
+        return producers.start_verification(producer_id)
 
     async def append_records(
         self,

@@ -220,6 +220,7 @@ class Broker:
         )
         self.context.transactions = self.txn.coordinator
         self.context.local_markers = self.txn.local_markers
+        self.context.verify_transaction = self.txn.verify
         self.lifecycle: lifecycle.BrokerLifecycle | None = None
         self._servers: list[asyncio.Server] = []
         self._controller_servers: list[asyncio.Server] = []

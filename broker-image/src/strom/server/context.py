@@ -8,7 +8,7 @@ groups, and record metrics; they never see the Broker, its listeners or its logs
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -98,6 +98,11 @@ class MarkerWriter(Protocol):
     ) -> dict[tuple[str, int], ErrorCode]: ...
 
 
+TransactionVerifier = Callable[
+    [str, int, int, list[tuple[str, int]]], Awaitable[dict[tuple[str, int], ErrorCode]]
+]
+
+
 class BrokerContext:
     def __init__(
         self,
@@ -132,6 +137,9 @@ class BrokerContext:
         # Set by the broker once built (they need the context's parts).
         self.transactions: txn_coordinator.TransactionCoordinator | None = None
         self.local_markers: MarkerWriter | None = None
+        # KIP-890: asks a transactional id's coordinator whether partitions are in its
+        # ongoing transaction (None: no verification)
+        self.verify_transaction: TransactionVerifier | None = None
         self.quorum = quorum
         # None: no Raft driver (a quorum of one): quorum requests get a top-level error.
         self.quorum_rpc = quorum_rpc

@@ -8,18 +8,26 @@ from __future__ import annotations
 import contextlib
 import logging
 
+from kio.schema.errors import ErrorCode
+
 from strom.clock import Clock
 from strom.cluster import config_cache, loader, topics
 from strom.coordinator import groups as group_coordinator
-from strom.coordinator import offsets_log, producer_ids, transactions
+from strom.coordinator import offsets_log, producer_ids, transactions, txn_records
 from strom.network import channel as channels
 from strom.network import errors as network_errors
+from strom.protocol import apis, outbound
 from strom.records import batches
 from strom.replication import outcomes, replica_manager
 from strom.server import context, txn_markers, txn_placement
 from strom.server.handlers import producing
 
 log = logging.getLogger(__name__)
+
+# AddPartitionsToTxn's first brokers' version (several transactions, verify_only)
+VERIFY_VERSION = 4
+# A produce waits on it: a lost coordinator is answered retriable within this
+VERIFY_TIMEOUT_S = 5.0
 
 
 class TransactionService:
@@ -36,6 +44,8 @@ class TransactionService:
         broker_endpoint: channels.Resolver,
         clock: Clock,
     ) -> None:
+        self._node_id = node_id
+        self._metadata = metadata
         self._configs = configs
         self._replicas = replicas
         self._transactions_topic = transactions_topic
@@ -50,7 +60,11 @@ class TransactionService:
         self._channel = channels.TcpChannel(
             broker_endpoint,
             clock=clock,
-            settings=channels.ChannelSettings(client_id=f"broker-{node_id}-txn-markers"),
+            # shorter than request.timeout.ms: a marker round stuck on a broker cut off
+            # holds its transaction prepared, and every request on its id waits
+            settings=channels.ChannelSettings(
+                client_id=f"broker-{node_id}-txn-markers", request_timeout_ms=10_000
+            ),
         )
         self.coordinator = transactions.TransactionCoordinator(
             offsets_log.PartitionsOffsetsLog(
@@ -68,6 +82,68 @@ class TransactionService:
             config=self._txn_config,
         )
         self.placement = txn_placement.TxnPlacement(self.coordinator, node_id)
+
+    async def verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[tuple[str, int]],
+    ) -> dict[tuple[str, int], ErrorCode]:
+        """KIP-890: are these partitions in the producer's ongoing transaction? Its
+        coordinator answers, here or with AddPartitionsToTxn v4 `verify_only`."""
+        coordinator = self._coordinator_of(transactional_id)
+        if coordinator is None:
+            return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
+        if coordinator == self._node_id:
+            return self.coordinator.verify_partitions(
+                transactional_id, producer_id, producer_epoch, partitions
+            )
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            by_topic.setdefault(topic, []).append(index)
+        draft = outbound.Draft(
+            apis.ApiKey.ADD_PARTITIONS_TO_TXN,
+            {
+                "transactions": [
+                    {
+                        "transactional_id": transactional_id,
+                        "producer_id": producer_id,
+                        "producer_epoch": producer_epoch,
+                        "verify_only": True,
+                        "topics": [
+                            {"name": name, "partitions": indexes}
+                            for name, indexes in by_topic.items()
+                        ],
+                    }
+                ]
+            },
+        )
+        try:
+            response = await self._channel.send(
+                coordinator, draft, api_version=VERIFY_VERSION, timeout_s=VERIFY_TIMEOUT_S
+            )
+        except network_errors.NetworkError as error:
+            log.info("verifying %s with broker %d failed: %s", transactional_id, coordinator, error)
+            return dict.fromkeys(partitions, ErrorCode.network_exception)
+        answers = dict.fromkeys(partitions, ErrorCode.unknown_server_error)
+        if response.error_code != ErrorCode.none:
+            return dict.fromkeys(partitions, response.error_code)
+        for transaction in response.results_by_transaction:
+            for topic in transaction.topic_results:
+                for result in topic.results_by_partition:
+                    key = (str(topic.name), int(result.partition_index))
+                    if key in answers:
+                        answers[key] = result.partition_error_code
+        return answers
+
+    def _coordinator_of(self, transactional_id: str) -> int | None:
+        topic = self._metadata.image.topics.get(topics.TRANSACTIONS_TOPIC)
+        if topic is None or not topic.partitions:
+            return None
+        index = txn_records.partition_for(transactional_id, topic.partition_count)
+        leader = topic.partitions[index].leader
+        return leader if leader >= 0 else None
 
     def _setting(self, name: str) -> int:
         return self._configs.broker.get_int(name)

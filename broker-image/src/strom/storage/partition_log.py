@@ -58,6 +58,7 @@ from strom.storage.log_config import LogConfig
 logger = logging.getLogger(__name__)
 
 CompletedTxn = producer_state.CompletedTxn
+VerificationGuard = producer_state.VerificationGuard
 
 LOG_START_OFFSET_FILE = log_loader.LOG_START_OFFSET_FILE
 RECOVERY_POINT_FILE = log_loader.RECOVERY_POINT_FILE
@@ -340,12 +341,17 @@ class PartitionLog:
         headers: Sequence[batches.BatchHeader],
         leader_epoch: int,
         now_ms: int,
+        verification: VerificationGuard | None = None,
+        *,
+        verify: bool = False,
     ) -> AppendResult:
         """Append validated batches (from ``batches.validate_produce_batches``) as a leader.
 
         Offsets and the leader epoch are patched into ``batch_bytes`` in place (it must be
         writable), then the bytes are written verbatim. A retried idempotent batch writes
-        nothing and returns its original offsets.
+        nothing and returns its original offsets. With ``verify`` (a client's produce), a
+        transactional batch opening a transaction needs ``verification``, the producer's
+        current guard (KIP-890).
         """
         self._check_open()
         if not headers:
@@ -353,7 +359,7 @@ class PartitionLog:
         view = memoryview(batch_bytes)
         if headers[0].position != 0 or headers[-1].position + headers[-1].size != len(view):
             raise ValueError("headers must describe the whole buffer")
-        duplicate = self._producers.check_append(headers)
+        duplicate = self._producers.check_append(headers, verification, verify=verify)
         if duplicate is not None:
             return AppendResult(
                 duplicate.first_offset,

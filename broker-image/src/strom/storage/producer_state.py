@@ -21,6 +21,10 @@ one seen, is refused (``InvalidProducerEpochError``, ``CoordinatorFencedError``)
 open transactions and the completed ones whose marker is not yet below the high watermark
 bound the last stable offset (the LSO), up to which read_committed consumers read.
 
+KIP-890 part 1: a transactional batch that would open a transaction here (its producer
+has none open) is taken only with the producer's current `VerificationGuard`, given out
+before the coordinator was asked and dropped by any marker or by the transaction opening.
+
 Batches with a producer id and a base sequence take part in idempotence; transactional
 batches without one (the group coordinator's offset commits) only in transactions. The
 state is rebuilt on open from the latest snapshot (``producer_snapshots``) plus a scan of
@@ -60,6 +64,14 @@ class InvalidTxnStateError(Exception):
 
 class CoordinatorFencedError(Exception):
     """A marker from an older transaction coordinator (TRANSACTION_COORDINATOR_FENCED)."""
+
+
+class VerificationGuard:
+    """KIP-890: proof that the coordinator confirmed a producer's transaction includes
+    this partition, taken before asking it. A marker written meanwhile drops it, so a
+    batch that arrives after its transaction ended cannot open a new one here."""
+
+    __slots__ = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -141,15 +153,23 @@ class ProducerStateManager:
         self._ongoing: dict[int, int] = {}
         # Transactions whose marker is written but not yet below the high watermark.
         self._unreplicated: dict[int, CompletedTxn] = {}
+        self._verifications: dict[int, VerificationGuard] = {}
 
     # -- checks before an append -----------------------------------------------------------
 
-    def check_append(self, headers: Sequence[batches.BatchHeader]) -> BatchMetadata | None:
+    def check_append(
+        self,
+        headers: Sequence[batches.BatchHeader],
+        verification: VerificationGuard | None = None,
+        *,
+        verify: bool = False,
+    ) -> BatchMetadata | None:
         """Validate the producer fields of data batches about to be appended as leader.
 
         Returns the cached metadata when a batch repeats one already written (the append
         must then write nothing); raises on epoch, sequence or transaction state errors;
-        else returns None.
+        else returns None. With `verify` (a client's produce), a transactional batch that
+        would open a transaction needs the producer's current guard, `verification`.
         """
         # Several batches of one producer in one append must also follow each other.
         pending: dict[int, tuple[int, int]] = {}
@@ -162,6 +182,18 @@ class ProducerStateManager:
                 raise InvalidTxnStateError(
                     f"producer {producer_id} sent a non-transactional batch while its "
                     f"transaction from offset {entry.current_txn_first_offset} is open"
+                )
+            if (
+                verify
+                and header.is_transactional
+                and (entry is None or not entry.in_transaction)
+                and (
+                    verification is None or self._verifications.get(producer_id) is not verification
+                )
+            ):
+                raise InvalidTxnStateError(
+                    f"producer {producer_id}'s transactional batch is not part of an ongoing "
+                    "transaction verified with its coordinator"
                 )
             if not tracks(header):
                 # A transactional batch without sequences (an offset commit of the group
@@ -260,6 +292,7 @@ class ProducerStateManager:
             if not entry.in_transaction:
                 entry.current_txn_first_offset = first_offset
                 self._ongoing[first_offset] = header.producer_id
+                self._verifications.pop(header.producer_id, None)  # served its purpose
 
     def record_marker(
         self,
@@ -273,6 +306,7 @@ class ProducerStateManager:
         open (a marker for none changes no offset: a retried marker is harmless). The
         caller indexes an aborted one, then calls ``complete_txn``."""
         entry = self._entry(producer_id, epoch, timestamp)
+        self._verifications.pop(producer_id, None)  # a verification before it is stale
         completed = None
         if entry.in_transaction:
             completed = CompletedTxn(
@@ -282,6 +316,21 @@ class ProducerStateManager:
         entry.current_txn_first_offset = NO_OFFSET
         entry.last_timestamp = timestamp
         return completed
+
+    # -- verification (KIP-890 part 1) ------------------------------------------------------
+
+    def needs_verification(self, producer_id: int) -> bool:
+        """Whether a transactional batch of this producer would open a transaction here."""
+        entry = self.producers.get(producer_id)
+        return entry is None or not entry.in_transaction
+
+    def start_verification(self, producer_id: int) -> VerificationGuard:
+        """The producer's guard (a new one unless one is outstanding), to take before the
+        coordinator is asked and give back with the append."""
+        guard = self._verifications.get(producer_id)
+        if guard is None:
+            guard = self._verifications[producer_id] = VerificationGuard()
+        return guard
 
     def _entry(self, producer_id: int, epoch: int, timestamp: int) -> ProducerEntry:
         entry = self.producers.get(producer_id)
@@ -381,6 +430,7 @@ class ProducerStateManager:
         self.producers.clear()
         self._ongoing.clear()
         self._unreplicated.clear()
+        self._verifications.clear()
 
     # -- snapshots -------------------------------------------------------------------------
 

@@ -100,12 +100,16 @@ class TransactionIndex:
 
     def collect(self, fetch_offset: int, upper_bound: int) -> tuple[list[AbortedTxn], bool]:
         """Entries overlapping [fetch_offset, upper_bound), and whether the search is done
-        (an entry ends at or past the bound: later segments can hold no more)."""
+        (Kafka's collectAbortedTxns): once an entry's last stable offset reaches the
+        bound, every transaction open below the bound had ended when its marker was
+        written, so no later entry can overlap. (An entry whose marker lies past the bound
+        says nothing of that: another transaction may have begun before it and ended
+        after.)"""
         found = []
         for entry in self.entries:
             if entry.last_offset >= fetch_offset and entry.first_offset < upper_bound:
                 found.append(entry)
-            if entry.last_offset >= upper_bound:
+            if entry.last_stable_offset >= upper_bound:
                 return found, True
         return found, False
 

@@ -18,6 +18,7 @@ from strom.protocol import apis, shaping
 from strom.replication import outcomes
 from strom.replication import partition as partitions
 from strom.server import closing, context
+from strom.server.handlers import txn_verification
 
 if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
@@ -88,11 +89,14 @@ async def handle_produce(
     # Partitions are appended in request order; with acks=all each is then answered
     # once its high watermark covers the batch.
     appended: list[tuple[str, Any, list[_Appended]]] = []
+    verified = await txn_verification.verify(broker, body, request.header.api_version)
     for topic_data in body.topic_data:
         resolved = broker.resolve_topic(
             getattr(topic_data, "name", None), getattr(topic_data, "topic_id", None)
         )
-        appends = [_append(broker, resolved, p, acks, body) for p in topic_data.partition_data]
+        appends = [
+            _append(broker, resolved, p, acks, body, verified) for p in topic_data.partition_data
+        ]
         name = str(resolved.name or getattr(topic_data, "name", "") or "")
         appended.append((name, resolved.topic_id or context.ZERO_UUID, appends))
     if acks == -1:
@@ -144,6 +148,7 @@ def _append(
     partition_data: Any,
     acks: int,
     body: Any,
+    verified: dict[tuple[str, int], txn_verification.Verified],
 ) -> _Appended:
     index = int(partition_data.index)
     if acks not in _VALID_ACKS:
@@ -164,6 +169,9 @@ def _append(
     if not records:
         # An empty record set is not an error in Kafka: nothing is appended.
         return _Appended(index, ErrorCode.none, log_start_offset=partition.log_start_offset)
+    verification = verified.get((name, index))
+    if isinstance(verification, ErrorCode):
+        return _Appended(index, verification, "the transaction's coordinator did not verify it")
     min_insync_replicas = broker.configs.topic(name).min_insync_replicas
     outcome = partition.append_as_leader(
         bytearray(records),
@@ -172,6 +180,7 @@ def _append(
         min_insync_replicas=min_insync_replicas,
         transactional=body.transactional_id is not None,
         now_ms=broker.clock.time_ms(),
+        verification=verification,
     )
     return _Appended(
         index, partition=partition, outcome=outcome, min_insync_replicas=min_insync_replicas
