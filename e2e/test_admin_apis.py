@@ -46,6 +46,11 @@ DELIBERATE_DIFFERENCES: dict[apis.ApiKey, str] = {
     apis.ApiKey.FETCH: "v18 (share groups' fields): the fetch-session work decides it",
     apis.ApiKey.OFFSET_COMMIT: "v10 names topics by id: not handled by the group handlers yet",
     apis.ApiKey.OFFSET_FETCH: "v10 names topics by id: not handled by the group handlers yet",
+    # transaction.version 2 (KIP-890 part 2) is not served yet: these versions mean it
+    apis.ApiKey.ADD_PARTITIONS_TO_TXN: "v5: a leader adding a TV2 producer's partition",
+    apis.ApiKey.END_TXN: "v5: the epoch bump at every end of a TV2 transaction",
+    apis.ApiKey.TXN_OFFSET_COMMIT: "v5: a TV2 producer's implicit AddOffsetsToTxn",
+    apis.ApiKey.WRITE_TXN_MARKERS: "v2: the markers' transaction version (KIP-1228)",
 }
 
 
