@@ -4,10 +4,10 @@ v3). A null value is a tombstone: the offset or group was deleted."""
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 from strom.coordinator import group as group_model
+from strom.coordinator.record_structs import Reader, Writer
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
@@ -53,83 +53,23 @@ class GroupRecord:
     members: tuple[MemberRecord, ...] = field(default_factory=tuple)
 
 
-class _Writer:
-    def __init__(self) -> None:
-        self.buffer = bytearray()
-
-    def int16(self, value: int) -> _Writer:
-        self.buffer += struct.pack(">h", value)
-        return self
-
-    def int32(self, value: int) -> _Writer:
-        self.buffer += struct.pack(">i", value)
-        return self
-
-    def int64(self, value: int) -> _Writer:
-        self.buffer += struct.pack(">q", value)
-        return self
-
-    def string(self, value: str | None) -> _Writer:
-        if value is None:
-            return self.int16(-1)
-        encoded = value.encode()
-        self.int16(len(encoded))
-        self.buffer += encoded
-        return self
-
-    def bytes_(self, value: bytes) -> _Writer:
-        self.int32(len(value))
-        self.buffer += value
-        return self
-
-
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._position = 0
-
-    def _take(self, size: int) -> bytes:
-        if size < 0 or self._position + size > len(self._data):
-            raise RecordFormatError("record is truncated")
-        chunk = self._data[self._position : self._position + size]
-        self._position += size
-        return chunk
-
-    def int16(self) -> int:
-        return int(struct.unpack(">h", self._take(2))[0])
-
-    def int32(self) -> int:
-        return int(struct.unpack(">i", self._take(4))[0])
-
-    def int64(self) -> int:
-        return int(struct.unpack(">q", self._take(8))[0])
-
-    def string(self) -> str | None:
-        length = self.int16()
-        return None if length == -1 else self._take(length).decode()
-
-    def bytes_(self) -> bytes:
-        length = self.int32()
-        return b"" if length == -1 else self._take(length)
-
-
 def offset_key(key: OffsetKey) -> bytes:
-    writer = _Writer().int16(OFFSET_KEY_VERSION).string(key.group_id)
+    writer = Writer().int16(OFFSET_KEY_VERSION).string(key.group_id)
     return bytes(writer.string(key.topic).int32(key.partition).buffer)
 
 
 def offset_value(value: group_model.CommittedOffset) -> bytes:
-    writer = _Writer().int16(OFFSET_VALUE_VERSION).int64(value.offset)
+    writer = Writer().int16(OFFSET_VALUE_VERSION).int64(value.offset)
     writer.int32(value.leader_epoch).string(value.metadata).int64(value.commit_timestamp_ms)
     return bytes(writer.buffer)
 
 
 def group_key(key: GroupKey) -> bytes:
-    return bytes(_Writer().int16(GROUP_KEY_VERSION).string(key.group_id).buffer)
+    return bytes(Writer().int16(GROUP_KEY_VERSION).string(key.group_id).buffer)
 
 
 def group_value(value: GroupRecord) -> bytes:
-    writer = _Writer().int16(GROUP_VALUE_VERSION).string(value.protocol_type)
+    writer = Writer().int16(GROUP_VALUE_VERSION).string(value.protocol_type)
     writer.int32(value.generation_id).string(value.protocol_name).string(value.leader_id)
     writer.int64(value.state_timestamp_ms).int32(len(value.members))
     for member in value.members:
@@ -141,15 +81,15 @@ def group_value(value: GroupRecord) -> bytes:
 
 
 def parse_key(data: bytes) -> OffsetKey | GroupKey:
-    reader = _Reader(data)
+    reader = Reader(data, RecordFormatError)
     version = reader.int16()
     if version in (0, 1):
-        group_id, topic = reader.string(), reader.string()
+        group_id, topic = reader.nullable_string(), reader.nullable_string()
         if group_id is None or topic is None:
             raise RecordFormatError("offset key with a null group or topic")
         return OffsetKey(group_id, topic, reader.int32())
     if version == GROUP_KEY_VERSION:
-        group_id = reader.string()
+        group_id = reader.nullable_string()
         if group_id is None:
             raise RecordFormatError("group key with a null group")
         return GroupKey(group_id)
@@ -157,13 +97,13 @@ def parse_key(data: bytes) -> OffsetKey | GroupKey:
 
 
 def parse_offset_value(data: bytes) -> group_model.CommittedOffset:
-    reader = _Reader(data)
+    reader = Reader(data, RecordFormatError)
     version = reader.int16()
     if version not in (1, 3):
         raise RecordFormatError(f"unsupported offset value version {version}")
     offset = reader.int64()
     leader_epoch = reader.int32() if version == 3 else -1
-    metadata = reader.string() or ""
+    metadata = reader.nullable_string() or ""
     commit_timestamp = reader.int64()
     if version == 1:
         reader.int64()  # v1 carried an expire timestamp
@@ -171,21 +111,21 @@ def parse_offset_value(data: bytes) -> group_model.CommittedOffset:
 
 
 def parse_group_value(data: bytes) -> GroupRecord:
-    reader = _Reader(data)
+    reader = Reader(data, RecordFormatError)
     version = reader.int16()
     if version != GROUP_VALUE_VERSION:
         raise RecordFormatError(f"unsupported group value version {version}")
-    protocol_type = reader.string() or ""
+    protocol_type = reader.nullable_string() or ""
     generation_id = reader.int32()
-    protocol_name = reader.string()
-    leader_id = reader.string()
+    protocol_name = reader.nullable_string()
+    leader_id = reader.nullable_string()
     state_timestamp = reader.int64()
     members = []
     for _ in range(reader.int32()):
-        member_id = reader.string() or ""
-        instance_id = reader.string()
-        client_id = reader.string() or ""
-        client_host = reader.string() or ""
+        member_id = reader.nullable_string() or ""
+        instance_id = reader.nullable_string()
+        client_id = reader.nullable_string() or ""
+        client_host = reader.nullable_string() or ""
         rebalance_timeout = reader.int32()
         session_timeout = reader.int32()
         members.append(
