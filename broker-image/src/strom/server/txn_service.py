@@ -13,13 +13,13 @@ from kio.schema.errors import ErrorCode
 from strom.clock import Clock
 from strom.cluster import config_cache, loader, topics
 from strom.coordinator import groups as group_coordinator
-from strom.coordinator import offsets_log, producer_ids, transactions, txn_records
+from strom.coordinator import offsets_log, producer_ids, transactions
 from strom.network import channel as channels
 from strom.network import errors as network_errors
 from strom.protocol import apis, outbound
 from strom.records import batches
 from strom.replication import outcomes, replica_manager
-from strom.server import context, txn_markers, txn_placement
+from strom.server import context, coordinator_lookup, txn_markers, txn_placement
 from strom.server.handlers import producing
 
 log = logging.getLogger(__name__)
@@ -92,8 +92,10 @@ class TransactionService:
     ) -> dict[tuple[str, int], ErrorCode]:
         """KIP-890: are these partitions in the producer's ongoing transaction? Its
         coordinator answers, here or with AddPartitionsToTxn v4 `verify_only`."""
-        coordinator = self._coordinator_of(transactional_id)
-        if coordinator is None:
+        coordinator = coordinator_lookup.coordinator_of(
+            self._metadata.image, transactional_id, topics.TRANSACTIONS_TOPIC
+        )
+        if coordinator is None or coordinator < 0:  # no topic yet, or no leader
             return dict.fromkeys(partitions, ErrorCode.coordinator_not_available)
         if coordinator == self._node_id:
             return self.coordinator.verify_partitions(
@@ -136,14 +138,6 @@ class TransactionService:
                     if key in answers:
                         answers[key] = result.partition_error_code
         return answers
-
-    def _coordinator_of(self, transactional_id: str) -> int | None:
-        topic = self._metadata.image.topics.get(topics.TRANSACTIONS_TOPIC)
-        if topic is None or not topic.partitions:
-            return None
-        index = txn_records.partition_for(transactional_id, topic.partition_count)
-        leader = topic.partitions[index].leader
-        return leader if leader >= 0 else None
 
     def _setting(self, name: str) -> int:
         return self._configs.broker.get_int(name)

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING, Any
 from kio.schema.errors import ErrorCode
 
 from strom.cluster import topics
-from strom.coordinator import consumer_group, offsets_records
+from strom.coordinator import consumer_group
 from strom.coordinator import states as group_states
 from strom.protocol import apis, shaping
+from strom.server import coordinator_lookup
 
 if TYPE_CHECKING:
     from strom.server.context import BrokerContext, RequestContext
@@ -32,13 +33,8 @@ def coordinator_of(
     broker: BrokerContext, key: str, topic: str = topics.OFFSETS_TOPIC
 ) -> int | None:
     """The broker that coordinates a group (or, in ``__transaction_state``, a
-    transactional id): the leader of the internal topic's partition that holds the key,
-    as Kafka places them (None while the topic does not exist)."""
-    internal = broker.image.topics.get(topic)
-    if internal is None or not internal.partitions:
-        return None
-    index = offsets_records.partition_for(key, internal.partition_count)
-    return internal.partitions[index].leader
+    transactional id): `coordinator_lookup.coordinator_of` in the image of now."""
+    return coordinator_lookup.coordinator_of(broker.image, key, topic)
 
 
 class _ImageTopics:
