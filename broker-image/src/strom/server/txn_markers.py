@@ -27,6 +27,7 @@ from strom.network import errors as network_errors
 from strom.protocol import apis, outbound
 from strom.records import control
 from strom.replication import replica_manager
+from strom.server import topic_entries
 from strom.server.handlers import producing
 
 log = logging.getLogger(__name__)
@@ -157,20 +158,18 @@ class MarkerSender:
         except network_errors.NetworkError as error:
             log.info("WriteTxnMarkers to broker %d failed: %s; will retry", leader, error)
             return dict.fromkeys(wanted, ErrorCode.not_leader_or_follower)
-        answers = dict.fromkeys(wanted, ErrorCode.unknown_server_error)
-        for marker in response.markers:
-            for topic in marker.topics:
-                for partition in topic.partitions:
-                    key = (str(topic.name), int(partition.partition_index))
-                    if key in answers:
-                        answers[key] = partition.error_code
-        return answers
+        return topic_entries.read_errors(
+            wanted,
+            (
+                (topic.name, partition.partition_index, partition.error_code)
+                for marker in response.markers
+                for topic in marker.topics
+                for partition in topic.partitions
+            ),
+        )
 
 
 def _draft(request: transactions.MarkerRequest, wanted: list[TopicPartition]) -> Any:
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for topic, index in sorted(wanted):
-        by_topic[topic].append(index)
     return outbound.Draft(
         apis.ApiKey.WRITE_TXN_MARKERS,
         {
@@ -183,7 +182,7 @@ def _draft(request: transactions.MarkerRequest, wanted: list[TopicPartition]) ->
                     "transaction_version": int(request.transaction_version),
                     "topics": [
                         {"name": topic, "partition_indexes": indexes}
-                        for topic, indexes in by_topic.items()
+                        for topic, indexes in topic_entries.group(sorted(wanted)).items()
                     ],
                 }
             ]

@@ -19,7 +19,7 @@ from strom.network import errors as network_errors
 from strom.protocol import apis, outbound
 from strom.records import batches
 from strom.replication import outcomes, replica_manager
-from strom.server import context, coordinator_lookup, txn_markers, txn_placement
+from strom.server import context, coordinator_lookup, topic_entries, txn_markers, txn_placement
 from strom.server.handlers import producing
 
 log = logging.getLogger(__name__)
@@ -101,9 +101,6 @@ class TransactionService:
             return self.coordinator.verify_partitions(
                 transactional_id, producer_id, producer_epoch, partitions
             )
-        by_topic: dict[str, list[int]] = {}
-        for topic, index in partitions:
-            by_topic.setdefault(topic, []).append(index)
         draft = outbound.Draft(
             apis.ApiKey.ADD_PARTITIONS_TO_TXN,
             {
@@ -115,7 +112,7 @@ class TransactionService:
                         "verify_only": True,
                         "topics": [
                             {"name": name, "partitions": indexes}
-                            for name, indexes in by_topic.items()
+                            for name, indexes in topic_entries.group(partitions).items()
                         ],
                     }
                 ]
@@ -128,16 +125,17 @@ class TransactionService:
         except network_errors.NetworkError as error:
             log.info("verifying %s with broker %d failed: %s", transactional_id, coordinator, error)
             return dict.fromkeys(partitions, ErrorCode.network_exception)
-        answers = dict.fromkeys(partitions, ErrorCode.unknown_server_error)
         if response.error_code != ErrorCode.none:
             return dict.fromkeys(partitions, response.error_code)
-        for transaction in response.results_by_transaction:
-            for topic in transaction.topic_results:
-                for result in topic.results_by_partition:
-                    key = (str(topic.name), int(result.partition_index))
-                    if key in answers:
-                        answers[key] = result.partition_error_code
-        return answers
+        return topic_entries.read_errors(
+            partitions,
+            (
+                (topic.name, result.partition_index, result.partition_error_code)
+                for transaction in response.results_by_transaction
+                for topic in transaction.topic_results
+                for result in topic.results_by_partition
+            ),
+        )
 
     def _setting(self, name: str) -> int:
         return self._configs.broker.get_int(name)
