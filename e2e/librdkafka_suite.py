@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from java_peers import LOG4J_OPTION, PEERS_DIR, JavaPeers
+
 HERE = Path(__file__).resolve().parent / "librdkafka"
 PLAN_PATH = HERE / "tests.txt"
 BUILD_SCRIPT = HERE / "build.sh"
@@ -32,7 +34,7 @@ BUILD_SCRIPT = HERE / "build.sh"
 # 3.0 on, kafka-topics.sh gets --bootstrap-server instead of --zookeeper).
 KAFKA_VERSION = "4.0.0"
 DEFAULT_TIMEOUT_S = 180.0
-WHERES = ("broker", "noautocreate", "local")
+WHERES = ("broker", "cluster", "noautocreate", "local")
 OUTPUT_TAIL_LINES = 80
 
 _HEARTBEAT = re.compile(r"^\[<MAIN>\s+/\s*[\d.]+s\] \d+ test\(s\) running")
@@ -142,18 +144,33 @@ def build(timeout: float = 1800.0) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-def write_kafka_path(folder: Path, java_command: list[str] | None) -> Path:
-    """A KAFKA_PATH whose bin/kafka-topics.sh is Kafka's own TopicCommand (the runner's
-    test_kafka_topics(): 0045 deletes a topic with it); without Java it says so and fails."""
-    script = folder / "bin" / "kafka-topics.sh"
-    script.parent.mkdir(parents=True, exist_ok=True)
-    if java_command:
-        quoted = " ".join(shlex.quote(part) for part in java_command)
-        body = f'exec {quoted} org.apache.kafka.tools.TopicCommand "$@"\n'
+def write_kafka_path(folder: Path, peers: JavaPeers | None) -> Path:
+    """A KAFKA_PATH as the runner uses one: bin/kafka-topics.sh is Kafka's own TopicCommand
+    (test_kafka_topics(): 0045 deletes a topic with it); bin/kafka-run-class.sh runs a class
+    with $CLASSPATH before Kafka's jars and libs/ holds kafka-clients (test_run_java(): 0098
+    compiles upstream's java/TransactionProducerCli.java against it and runs it). Without
+    Java the scripts say so and fail."""
+    topics = folder / "bin" / "kafka-topics.sh"
+    run_class = folder / "bin" / "kafka-run-class.sh"
+    libs = folder / "libs"
+    topics.parent.mkdir(parents=True, exist_ok=True)
+    libs.mkdir(exist_ok=True)
+    if peers is not None:
+        topic_command = shlex.join(peers.argv("org.apache.kafka.tools.TopicCommand"))
+        jvm = shlex.join([peers.java, "-XX:TieredStopAtLevel=1", LOG4J_OPTION])
+        topics_body = f'exec {topic_command} "$@"\n'
+        run_class_body = (
+            f'exec {jvm} -cp "${{CLASSPATH:+$CLASSPATH:}}"{shlex.quote(peers.classpath)} "$@"\n'
+        )
+        for jar in sorted((PEERS_DIR / "lib").glob("kafka-clients-*.jar")):
+            link = libs / jar.name
+            if not link.exists():
+                link.symlink_to(jar)
     else:
-        body = 'echo "kafka-topics.sh: no Java (run e2e/peers/install.sh)" >&2\nexit 1\n'
-    script.write_text("#!/bin/sh\n" + body)
-    script.chmod(0o755)
+        topics_body = run_class_body = 'echo "$0: no Java (run e2e/peers/install.sh)" >&2\nexit 1\n'
+    for script, body in ((topics, topics_body), (run_class, run_class_body)):
+        script.write_text("#!/bin/sh\n" + body)
+        script.chmod(0o755)
     return folder
 
 
@@ -205,7 +222,7 @@ class Runner:
         source: Path,
         work: Path,
         bootstraps: Mapping[str, str | None],
-        java_command: list[str] | None,
+        peers: JavaPeers | None,
     ) -> None:
         self.tests_dir = source / "tests"
         self.bootstraps = dict(bootstraps)
@@ -215,7 +232,7 @@ class Runner:
             if self.bootstraps[where]:
                 lines.append(f"bootstrap.servers={self.bootstraps[where]}")
             path.write_text("\n".join(lines) + "\n")
-        self.kafka_path = write_kafka_path(work / "kafka", java_command)
+        self.kafka_path = write_kafka_path(work / "kafka", peers)
         self.libs = f"{source / 'src'}:{source / 'src-cpp'}"
         self._running: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()

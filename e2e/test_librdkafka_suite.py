@@ -3,9 +3,10 @@
 Each case is one `test-runner` process (the tests of one number: TESTS=0045 with -L, or -l
 for the local ones; one per SUBTESTS entry where tests.txt lists some) with a deadline; the
 cases run side by side (LIBRDKAFKA_SUITE_JOBS, default 4) against one Strom broker in
-upstream's default scenario (auto-created topics with 4 partitions), and the "noautocreate"
-scenario's tests against a 3-broker Strom cluster without auto-created topics (upstream's
-scenario has 3 brokers and replication factor 3). Which tests run, and why the others do
+upstream's default scenario (auto-created topics with 4 partitions); the tests that create
+topics with replication factor 3 (the transactional ones) against the same scenario on a
+3-broker Strom cluster, as upstream runs it; and the "noautocreate" scenario's tests against
+a 3-broker Strom cluster without auto-created topics. Which tests run, and why the others do
 not: e2e/librdkafka/tests.txt. The runner is built once into a cache by
 e2e/librdkafka/build.sh (`make librdkafka-tests`); e2e/README.md has the figures.
 """
@@ -34,6 +35,8 @@ JOBS = int(os.environ.get("LIBRDKAFKA_SUITE_JOBS", "4"))
 # trivup's server.properties (group.initial.rebalance.delay.ms stays Kafka's 3000).
 DEFAULT_SCENARIO = {**strom_process.SHARED_BROKER_OVERRIDES, "num.partitions": "4"}
 NOAUTOCREATE_SCENARIO = {**DEFAULT_SCENARIO, "auto.create.topics.enable": "false"}
+# The tests of tests.txt's WHERE `cluster` and `noautocreate`, each on 3 brokers of its own.
+CLUSTER_SCENARIOS = {"cluster": DEFAULT_SCENARIO, "noautocreate": NOAUTOCREATE_SCENARIO}
 
 
 def _selected(session: pytest.Session) -> list[Case]:
@@ -45,12 +48,11 @@ def _selected(session: pytest.Session) -> list[Case]:
     return chosen
 
 
-def _java_command() -> list[str] | None:
+def _java_peers() -> JavaPeers | None:
     try:
-        peers = JavaPeers.install()
+        return JavaPeers.install()
     except FileNotFoundError:
         return None
-    return [peers.java, "-XX:TieredStopAtLevel=1", "-cp", peers.classpath]
 
 
 @pytest.fixture(scope="module")
@@ -65,25 +67,26 @@ def suite_pool(
     work = tmp_path_factory.mktemp("librdkafka")
     wheres = {case.where for case in selected}
     broker: StromProcess | None = None
-    cluster: StromCluster | None = None
+    clusters: dict[str, StromCluster] = {}
     try:
         if "broker" in wheres:
             broker = StromProcess(tmp_path_factory.mktemp("strom"), overrides=DEFAULT_SCENARIO)
             broker.start()
-        if "noautocreate" in wheres:
-            cluster = StromCluster(
-                tmp_path_factory.mktemp("noautocreate"), 3, overrides=NOAUTOCREATE_SCENARIO
-            )
-            cluster.start()
+        for where, overrides in CLUSTER_SCENARIOS.items():
+            if where in wheres:
+                clusters[where] = StromCluster(
+                    tmp_path_factory.mktemp(where), 3, overrides=overrides
+                )
+                clusters[where].start()
     except BaseException:
-        _stop(broker, cluster)
+        _stop(broker, clusters)
         raise
     bootstraps = {
         "broker": broker.bootstrap if broker else None,
-        "noautocreate": cluster.bootstrap if cluster else None,
+        **{where: cluster.bootstrap for where, cluster in clusters.items()},
         "local": None,
     }
-    runner = librdkafka_suite.Runner(source, work, bootstraps, _java_command())
+    runner = librdkafka_suite.Runner(source, work, bootstraps, _java_peers())
     started = time.monotonic()
     pool = Pool(runner, selected, JOBS)
     try:
@@ -91,11 +94,11 @@ def suite_pool(
     finally:
         pool.close()
         _report(request, pool, time.monotonic() - started)
-        _stop(broker, cluster)
+        _stop(broker, clusters)
 
 
-def _stop(broker: StromProcess | None, cluster: StromCluster | None) -> None:
-    if cluster is not None:
+def _stop(broker: StromProcess | None, clusters: dict[str, StromCluster]) -> None:
+    for cluster in clusters.values():
         cluster.stop()
     if broker is not None:
         broker.stop()
