@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
-from strom.coordinator import txn_rules as rules
+from strom.coordinator import (
+    txn_decisions,
+    txn_end,
+    txn_expiry,
+    txn_init,
+    txn_partitions,
+    txn_queries,
+)
+from strom.coordinator.txn_decisions import EndTxnCheck, NeedProducerId, Reply, Write
+from strom.coordinator.txn_end import Markers
 from strom.coordinator.txn_metadata import (
     MAX_PRODUCER_EPOCH,
     NO_TIMEOUT_MS,
@@ -16,7 +25,6 @@ from strom.coordinator.txn_metadata import (
     TransactionMetadata,
     TxnTransit,
 )
-from strom.coordinator.txn_rules import EndTxnCheck, Markers, NeedProducerId, Reply, Write
 from strom.coordinator.txn_states import TransactionState, TransactionVersion
 
 S = TransactionState
@@ -61,7 +69,7 @@ def init(metadata: TransactionMetadata | None, **changes: Any) -> Reply | Write 
         "now_ms": NOW,
     }
     request.update(changes)
-    return rules.init_producer_id(metadata, **request)
+    return txn_init.init_producer_id(metadata, **request)
 
 
 def add(metadata: TransactionMetadata | None, **changes: Any) -> Reply | Write:
@@ -73,7 +81,7 @@ def add(metadata: TransactionMetadata | None, **changes: Any) -> Reply | Write:
         "now_ms": NOW,
     }
     request.update(changes)
-    return rules.add_partitions(metadata, **request)
+    return txn_partitions.add_partitions(metadata, **request)
 
 
 def end(
@@ -88,7 +96,7 @@ def end(
         "now_ms": NOW,
     }
     request.update(changes)
-    return rules.end_txn(metadata, **request)
+    return txn_end.end_txn(metadata, **request)
 
 
 def written(outcome: object) -> tuple[Reply, Markers | None]:
@@ -96,7 +104,7 @@ def written(outcome: object) -> tuple[Reply, Markers | None]:
     assert isinstance(outcome, Write), outcome
     outcome.metadata.complete(outcome.transit)
     if isinstance(outcome.then, EndTxnCheck):
-        return rules.after_end_txn_written(outcome.metadata, outcome.then, NOW)
+        return txn_end.after_end_txn_written(outcome.metadata, outcome.then, NOW)
     return outcome.then, None
 
 
@@ -261,7 +269,9 @@ def test_init_does_not_bump_twice_when_the_fence_fails_to_be_written() -> None:
     metadata = meta(state=S.ONGOING)
     outcome = init(metadata)
     assert isinstance(outcome, Write)
-    assert rules.write_failed(outcome, E.not_enough_replicas) == Reply(E.coordinator_not_available)
+    assert txn_decisions.write_failed(outcome, E.not_enough_replicas) == Reply(
+        E.coordinator_not_available
+    )
     # Kafka bumped the epoch in memory before the write and keeps it
     assert (metadata.state, metadata.producer_epoch, metadata.pending_state) == (
         S.ONGOING,
@@ -391,7 +401,7 @@ def test_add_partitions_records_the_client_transaction_version() -> None:
 
 
 def test_add_offsets_adds_the_groups_offsets_partition() -> None:
-    outcome = rules.add_offsets(
+    outcome = txn_partitions.add_offsets(
         meta(), transactional_id=TXN_ID, producer_id=PID, producer_epoch=EPOCH,
         offsets_partition=7, now_ms=NOW,
     )  # fmt: skip
@@ -410,7 +420,7 @@ def verify(metadata: TransactionMetadata | None, **changes: Any) -> dict[Any, E]
         "partitions": [("topic1", 0), ("topic2", 0)],
     }
     request.update(changes)
-    return rules.verify_partitions(metadata, **request)
+    return txn_partitions.verify_partitions(metadata, **request)
 
 
 @pytest.mark.parametrize(
@@ -522,7 +532,7 @@ def test_tv1_lifecycle() -> None:
     ids = {"producer_id": PID, "producer_epoch": 0}
     assert written(add(metadata, **ids)) == (Reply(E.none), None)
     assert add(metadata, **ids) == Reply(E.none)
-    offsets = rules.add_offsets(
+    offsets = txn_partitions.add_offsets(
         metadata, transactional_id=TXN_ID, offsets_partition=3, now_ms=NOW, **ids
     )
     written(offsets)
@@ -678,15 +688,15 @@ def test_tv2_end_at_the_overflow_boundary_rotates_the_producer_id() -> None:
 def test_after_the_prepare_write_nothing_may_have_moved(change: dict[str, Any], error: E) -> None:
     metadata = meta(**{"state": S.PREPARE_COMMIT, **change})
     check = EndTxnCheck(PID, EPOCH, True, TV_0)
-    assert rules.after_end_txn_written(metadata, check, NOW) == (Reply(error), None)
+    assert txn_end.after_end_txn_written(metadata, check, NOW) == (Reply(error), None)
 
 
 def test_tv2_after_the_prepare_write_allows_the_bumped_epoch() -> None:
     metadata = meta(state=S.PREPARE_COMMIT, producer_epoch=EPOCH + 2)
     check = EndTxnCheck(PID, EPOCH, True, TV_2)
-    assert rules.after_end_txn_written(metadata, check, NOW) == (Reply(E.producer_fenced), None)
+    assert txn_end.after_end_txn_written(metadata, check, NOW) == (Reply(E.producer_fenced), None)
     metadata.producer_epoch = EPOCH + 1
-    reply, markers = rules.after_end_txn_written(metadata, check, NOW)
+    reply, markers = txn_end.after_end_txn_written(metadata, check, NOW)
     assert reply == Reply(E.none, PID, EPOCH + 1)
     assert markers is not None
 
@@ -694,7 +704,7 @@ def test_tv2_after_the_prepare_write_allows_the_bumped_epoch() -> None:
 @pytest.mark.parametrize("state", PREPARED)
 def test_markers_of_a_loaded_prepared_transaction(state: S) -> None:
     metadata = meta(state=state, has_failed_epoch_fence=True)
-    markers = rules.complete_after_markers(metadata, NOW)
+    markers = txn_end.complete_after_markers(metadata, NOW)
     assert markers.commit is (state is S.PREPARE_COMMIT)
     assert (markers.transactional_id, markers.partitions) == (TXN_ID, PARTITIONS)
     assert metadata.pending_state is markers.complete.state
@@ -705,7 +715,7 @@ def test_markers_of_a_loaded_prepared_transaction(state: S) -> None:
 @pytest.mark.parametrize("state", [*IDLE, S.ONGOING])
 def test_no_markers_outside_a_prepared_transaction(state: S) -> None:
     with pytest.raises(IllegalTransitionError):
-        rules.complete_after_markers(meta(state=state), NOW)
+        txn_end.complete_after_markers(meta(state=state), NOW)
 
 
 # -- failed writes ----------------------------------------------------------------------------
@@ -726,14 +736,14 @@ def test_no_markers_outside_a_prepared_transaction(state: S) -> None:
     ],
 )
 def test_coordinator_error(append_error: E, error: E) -> None:
-    assert rules.coordinator_error(append_error) is error
+    assert txn_decisions.coordinator_error(append_error) is error
 
 
 def test_a_failed_write_drops_the_pending_state() -> None:
     metadata = meta()
     outcome = add(metadata)
     assert isinstance(outcome, Write)
-    assert rules.write_failed(outcome, E.not_leader_or_follower) == Reply(E.not_coordinator)
+    assert txn_decisions.write_failed(outcome, E.not_leader_or_follower) == Reply(E.not_coordinator)
     assert (metadata.state, metadata.pending_state, metadata.has_failed_epoch_fence) == (
         S.EMPTY,
         None,
@@ -743,12 +753,12 @@ def test_a_failed_write_drops_the_pending_state() -> None:
 
 def test_a_failed_completion_write() -> None:
     metadata = meta(state=S.PREPARE_COMMIT)
-    rules.complete_after_markers(metadata, NOW)
+    txn_end.complete_after_markers(metadata, NOW)
     # the log is unavailable: retry, keeping the pending state
-    assert rules.completion_write_failed(metadata, E.not_enough_replicas)
+    assert txn_decisions.completion_write_failed(metadata, E.not_enough_replicas)
     assert metadata.pending_state is S.COMPLETE_COMMIT
     # leadership moved: the next coordinator finishes the transaction
-    assert not rules.completion_write_failed(metadata, E.not_leader_or_follower)
+    assert not txn_decisions.completion_write_failed(metadata, E.not_leader_or_follower)
     assert metadata.pending_state is None
 
 
@@ -770,14 +780,14 @@ def test_only_ongoing_transactions_time_out() -> None:
         "two-phase": meta(state=S.ONGOING, start_ms=0, timeout_ms=NO_TIMEOUT_MS),
         "just-now": meta(state=S.ONGOING, start_ms=1000, timeout_ms=1000),
     }
-    assert rules.timed_out(cache, 2000) == [rules.TimedOut("ongoing", 0, EPOCH)]
+    assert txn_expiry.timed_out(cache, 2000) == [txn_expiry.TimedOut("ongoing", 0, EPOCH)]
 
 
 def abort(metadata: TransactionMetadata, **changes: Any) -> object:
     request: dict[str, Any] = {"server_transaction_version": TV_0, "now_ms": NOW}
     request.update(changes)
-    found = rules.TimedOut(TXN_ID, metadata.producer_id, metadata.producer_epoch)
-    return rules.abort_timed_out(metadata, found, **request)
+    found = txn_expiry.TimedOut(TXN_ID, metadata.producer_id, metadata.producer_epoch)
+    return txn_expiry.abort_timed_out(metadata, found, **request)
 
 
 def test_abort_expired_transaction_and_bump_epoch() -> None:
@@ -807,9 +817,10 @@ def test_abort_expired_transaction_and_bump_epoch() -> None:
 
 def test_no_abort_if_the_transaction_moved_since_it_was_found() -> None:
     metadata = meta(state=S.ONGOING)
-    found = rules.TimedOut(TXN_ID, PID + 1, EPOCH)
+    found = txn_expiry.TimedOut(TXN_ID, PID + 1, EPOCH)
     assert (
-        rules.abort_timed_out(metadata, found, server_transaction_version=TV_0, now_ms=NOW) is None
+        txn_expiry.abort_timed_out(metadata, found, server_transaction_version=TV_0, now_ms=NOW)
+        is None
     )
     metadata.pending_state = S.PREPARE_COMMIT
     assert abort(metadata) is None
@@ -819,7 +830,7 @@ def test_no_second_bump_after_a_failed_timeout_abort() -> None:
     metadata = meta(state=S.ONGOING)
     outcome = abort(metadata)
     assert isinstance(outcome, Write)
-    rules.write_failed(outcome, E.request_timed_out)
+    txn_decisions.write_failed(outcome, E.request_timed_out)
     assert metadata.has_failed_epoch_fence
     again = abort(metadata)
     assert isinstance(again, Write)
@@ -862,7 +873,7 @@ def test_idle_ids_expire() -> None:
         for age, updated in (("old", old), ("recent", old + 1))
     }
     cache["pending"] = meta(state=S.EMPTY, last_update_ms=old, pending_state=S.ONGOING)
-    expired = rules.expire(cache, NOW, expiration)
+    expired = txn_expiry.expire(cache, NOW, expiration)
     assert {metadata.state for metadata, _ in expired} == set(IDLE)
     assert all(metadata.last_update_ms == old for metadata, _ in expired)
     for metadata, transit in expired:
@@ -875,7 +886,7 @@ def test_idle_ids_expire() -> None:
 
 def test_describe() -> None:
     metadata = meta(state=S.ONGOING, partitions={("b", 1), ("a", 2), ("a", 0)})
-    assert rules.describe(metadata, TXN_ID) == rules.TransactionDescription(
+    assert txn_queries.describe(metadata, TXN_ID) == txn_queries.TransactionDescription(
         TXN_ID,
         E.none,
         state="Ongoing",
@@ -899,7 +910,7 @@ def test_describe() -> None:
 def test_describe_errors(
     metadata: TransactionMetadata | None, transactional_id: str, error: E
 ) -> None:
-    assert rules.describe(metadata, transactional_id) == rules.TransactionDescription(
+    assert txn_queries.describe(metadata, transactional_id) == txn_queries.TransactionDescription(
         transactional_id, error
     )
 
@@ -925,7 +936,7 @@ def listed(**filters: Any) -> set[str]:
         meta(transactional_id=name, producer_id=producer_id, state=state, start_ms=start)
         for name, producer_id, state, start in entries
     ]
-    result = rules.list_transactions(cache, now_ms=3000, **filters)
+    result = txn_queries.list_transactions(cache, now_ms=3000, **filters)
     assert result.error is E.none
     unknown = {name for name in filters.get("state_filters", ()) if name not in KAFKA_NAMES}
     assert set(result.unknown_state_filters) == unknown
@@ -993,10 +1004,10 @@ def test_list_filters(filters: dict[str, Any], expected: set[str]) -> None:
 
 
 def test_list_with_an_invalid_pattern() -> None:
-    result = rules.list_transactions([meta()], transactional_id_pattern="(ab(cd", now_ms=NOW)
-    assert result == rules.TransactionList(E.invalid_regular_expression)
+    result = txn_queries.list_transactions([meta()], transactional_id_pattern="(ab(cd", now_ms=NOW)
+    assert result == txn_queries.TransactionList(E.invalid_regular_expression)
 
 
 def test_listed_fields() -> None:
-    result = rules.list_transactions([meta(state=S.ONGOING)], now_ms=NOW)
-    assert result.transactions == (rules.ListedTransaction(TXN_ID, PID, "Ongoing"),)
+    result = txn_queries.list_transactions([meta(state=S.ONGOING)], now_ms=NOW)
+    assert result.transactions == (txn_queries.ListedTransaction(TXN_ID, PID, "Ongoing"),)
