@@ -283,3 +283,35 @@ async def test_a_producer_that_times_out_leaves_no_waiter_behind(
         async with asyncio.timeout(0.01):
             await leader.wait_committed(outcome)
     assert leader._hw_waiters == []
+
+
+def test_a_follower_past_a_new_leaders_empty_log_truncates_and_joins_its_isr(
+    logs: dict[int, partition_log.PartitionLog],
+) -> None:
+    """Leader 1 (epoch 0) wrote a, which never reached 2; 2 took over with an empty log
+    (no epoch mark yet) and the ISR (2,). Following 2, 1 must drop a and catch up, then
+    be proposed into the ISR: before, 2 answered the divergence (-1, -1), which the
+    follower ignores, and 1 fetched past 2's end for good (the ISR stayed (2,))."""
+    proposals = Proposals()
+    one = replica(1, logs[1], state(1, 0))
+    append(one, batch(b"a"))  # never reaches 2
+    two = replica(2, logs[2], state(2, 1, isr=(2,), pe=1), proposals=proposals)
+    one.become(state(2, 1, isr=(2,), pe=1))
+    read = copy(two, one)
+    assert read.diverging_epoch == (0, 0)  # epoch 0 ends where 2's log ends
+    assert one.log_end_offset == 0
+    copy(two, one)  # fetches from 0 = 2's high watermark: caught up
+    assert proposals == [(1, 2)]
+
+
+def test_a_follower_whose_epoch_the_leader_cannot_place_is_told_out_of_range(
+    logs: dict[int, partition_log.PartitionLog],
+) -> None:
+    """Kafka's rule: no divergence when the leader cannot say where the follower's last
+    epoch ends (here newer than any it knows); the read answers OFFSET_OUT_OF_RANGE to a
+    follower past its end, and the follower truncates to the high watermark."""
+    two = replica(2, logs[2], state(2, 1, isr=(2, 3), pe=1))
+    append(two, batch(b"a"))
+    read = two.read(5, 1 << 20, current_leader_epoch=1, follower=outcomes.FollowerFetch(1, 7))
+    assert read.diverging_epoch is None
+    assert read.error is outcomes.ReadError.OFFSET_OUT_OF_RANGE

@@ -33,17 +33,9 @@ def last_offset_for_leader_epoch(
         return EpochEndOffset(fenced)
     if not partition.is_leader:
         return EpochEndOffset(outcomes.ReadError.NOT_LEADER)
-    log = partition.log
-    cache = log.leader_epoch_cache
-    if cache.latest_epoch == leader_epochs.UNDEFINED_EPOCH and leader_epoch >= 0:
-        # An empty log has no epoch mark yet (its first append writes it); Kafka marks the
-        # leader's epoch as starting at the log end at once, so answer as it would:
-        # every epoch up to the current one ends there. (-1, -1) would make consumers
-        # that validate their position (KIP-320) see a truncation and reset.
-        if leader_epoch <= partition.leader_epoch:
-            return EpochEndOffset(None, leader_epoch, log.log_end_offset)
-        return EpochEndOffset()
-    epoch, end_offset = cache.end_offset_for(leader_epoch, log.log_end_offset)
+    # An empty log answers as Kafka's, whose new leader marks its epoch at once: (-1, -1)
+    # would make consumers that validate their position (KIP-320) see a truncation.
+    epoch, end_offset = partition.epoch_end_offset(leader_epoch)
     if end_offset == leader_epochs.UNDEFINED_EPOCH_OFFSET:
         return EpochEndOffset()
     return EpochEndOffset(None, epoch, end_offset)

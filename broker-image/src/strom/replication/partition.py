@@ -41,7 +41,7 @@ from strom.replication.outcomes import (
     ReadError,
     ReadOutcome,
 )
-from strom.storage import log_config, partition_log, producer_state, validator
+from strom.storage import leader_epochs, log_config, partition_log, producer_state, validator
 
 log = logging.getLogger(__name__)
 
@@ -535,14 +535,33 @@ class Partition:
             None, high_watermark, last_stable, log_start, records, aborted_transactions=aborted
         )
 
+    def epoch_end_offset(self, requested_epoch: int) -> tuple[int, int]:
+        """Where `requested_epoch` ends in our log, as Kafka's leader answers it (the
+        largest known epoch <= it, and the start of the next; (-1, -1) if unknown). A
+        leader's empty log has no epoch mark yet (its first append writes it) where Kafka
+        marks the new epoch at the log end at once: answered as Kafka would, every epoch
+        up to the current one ends at the log end."""
+        log = self.log
+        cache = log.leader_epoch_cache
+        if (
+            cache.latest_epoch == leader_epochs.UNDEFINED_EPOCH
+            and self.is_leader
+            and 0 <= requested_epoch <= self.leader_epoch
+        ):
+            return requested_epoch, log.log_end_offset
+        return cache.end_offset_for(requested_epoch, log.log_end_offset)
+
     def _diverging(self, fetch_offset: int, last_fetched_epoch: int) -> tuple[int, int] | None:
         """Kafka's check of a follower's fetch: where its last epoch ends in our log; the
-        (epoch, end offset) to truncate to if its log runs past that."""
+        (epoch, end offset) to truncate to if its log runs past that. None when that is
+        unknown, as Kafka: the read then answers OFFSET_OUT_OF_RANGE to a follower past
+        our end (which truncates to our high watermark); a (-1, -1) divergence would be
+        ignored by the follower, which would fetch past our end for good."""
         if last_fetched_epoch < 0:
             return None
-        epoch, end = self.log.leader_epoch_cache.end_offset_for(
-            last_fetched_epoch, self.log.log_end_offset
-        )
+        epoch, end = self.epoch_end_offset(last_fetched_epoch)
+        if epoch == leader_epochs.UNDEFINED_EPOCH or end == leader_epochs.UNDEFINED_EPOCH_OFFSET:
+            return None
         if epoch < last_fetched_epoch or end < fetch_offset:
             return epoch, end
         return None
