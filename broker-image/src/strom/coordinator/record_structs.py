@@ -129,10 +129,15 @@ class Reader:
             raise self._error(f"string is not UTF-8: {error}") from error
 
     def nullable_string(self) -> str | None:
-        """An int16-length string, None for a null one (length -1). One that is not UTF-8
-        raises UnicodeDecodeError, as `__consumer_offsets`' reader always has."""
+        """An int16-length string, None for a null one (length -1); one that is not UTF-8
+        is an error (the loader skips such a record rather than stop on it)."""
         length = self.int16()
-        return None if length == -1 else self._take(length).decode()
+        if length == -1:
+            return None
+        try:
+            return self._take(length).decode()
+        except UnicodeDecodeError as error:
+            raise self._error(f"string is not UTF-8: {error}") from error
 
     def bytes_(self) -> bytes:
         """Int32-length bytes; null ones (length -1) are empty."""
