@@ -1,7 +1,7 @@
 """Log compaction: keep the latest record of each key, as Kafka's LogCleaner does.
 
 For a log whose cleanup.policy includes "compact", the segments below the active one (and
-below the high watermark, and older than min.compaction.lag.ms) are cleanable. The part
+below the last stable offset, and older than min.compaction.lag.ms) are cleanable. The part
 of them after the last cleaning is "dirty". A pass:
 
 1. maps every key of the dirty part to its latest offset (``build_offset_map``);
@@ -23,6 +23,14 @@ if retention or truncation changed the segments meanwhile.
 
 The tombstone rule is simpler than Kafka's delete horizon: a tombstone goes when its
 batch's max timestamp is older than delete.retention.ms.
+
+Transactions, as Kafka's cleaner treats them: nothing past the last stable offset is
+cleaned (an open transaction may still abort); the records of an aborted transaction
+(the plan's ``aborted``, from the transaction indexes) never count as a key's latest
+value, so they cannot shadow a committed one, and they are removed (a producer's last
+batch stays, emptied, for its sequence numbers). Commit and abort markers are kept, so
+the transaction indexes stay as they are (Kafka removes a marker once its transaction's
+records are gone and delete.retention.ms has passed).
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from strom.records import batches
-from strom.storage import checkpoints, segment
+from strom.storage import checkpoints, segment, txn_index
 from strom.storage.log_config import LogConfig
 
 logger = logging.getLogger(__name__)
@@ -69,6 +77,15 @@ class CleaningPlan:
     # producer id -> last offset it wrote: that batch stays, even emptied, so the
     # producer's sequence numbers survive (Kafka's RETAIN_EMPTY).
     producer_last_offsets: Mapping[int, int] = dataclasses.field(default_factory=dict)
+    # The aborted transactions with records in the segments: their batches are removed.
+    aborted: tuple[txn_index.AbortedTxn, ...] = ()
+
+    def aborted_ranges(self) -> dict[int, list[tuple[int, int]]]:
+        """producer id -> the (first, last) offsets of each of its aborted transactions."""
+        ranges: dict[int, list[tuple[int, int]]] = {}
+        for entry in self.aborted:
+            ranges.setdefault(entry.producer_id, []).append((entry.first_offset, entry.last_offset))
+        return ranges
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -149,7 +166,7 @@ def plan(
     directory: Path,
     segments: Sequence[segment.LogSegment],
     config: LogConfig,
-    high_watermark: int,
+    stable_offset: int,
     first_dirty_offset: int,
     now_ms: int,
     tombstones_due_ms: int | None = None,
@@ -165,7 +182,7 @@ def plan(
     cleanable: list[segment.LogSegment] = []
     for index, candidate in enumerate(segments[:-1]):
         following = segments[index + 1]
-        if following.base_offset > high_watermark:
+        if following.base_offset > stable_offset:  # the last stable offset: see above
             break
         recent = now_ms - candidate.largest_timestamp < config.min_compaction_lag_ms
         if candidate.size > 0 and recent:
@@ -240,6 +257,7 @@ def _iter_batches(
 def build_offset_map(cleaning: CleaningPlan, throttle: Throttle) -> dict[bytes, int]:
     """key -> latest offset among the dirty records of the plan's segments."""
     latest: dict[bytes, int] = {}
+    aborted = cleaning.aborted_ranges()
     for owner in cleaning.segments:
         following_base = _following_base(cleaning, owner)
         if following_base <= cleaning.first_dirty_offset:
@@ -247,6 +265,8 @@ def build_offset_map(cleaning: CleaningPlan, throttle: Throttle) -> dict[bytes, 
         for header, data in _iter_batches(owner, throttle):
             if header.last_offset < cleaning.first_dirty_offset or header.is_control:
                 continue
+            if _is_aborted(header, aborted):
+                continue  # never a key's latest value: it would hide the committed one
             for record in batches.iter_raw_records(data):
                 if record.key is not None and record.offset >= cleaning.first_dirty_offset:
                     latest[record.key] = record.offset
@@ -296,6 +316,7 @@ def write_cleaned(
     )
     kept_total = removed_total = 0
     oldest_tombstone: int | None = None
+    aborted = cleaning.aborted_ranges()
     with open(path, "wb") as out:
         for owner in group:
             for header, data in _iter_batches(owner, throttle):
@@ -307,7 +328,10 @@ def write_cleaned(
                         out.write(data)
                     continue
                 records = list(batches.iter_raw_records(data))
-                kept = [r for r in records if _survives(r, header, latest, cleaning)]
+                if _is_aborted(header, aborted):
+                    kept = []
+                else:
+                    kept = [r for r in records if _survives(r, header, latest, cleaning)]
                 removed_total += len(records) - len(kept)
                 kept_total += len(kept)
                 if any(r.value is None for r in kept) and (
@@ -326,6 +350,15 @@ def write_cleaned(
         out.flush()
         os.fsync(out.fileno())
     return CleanedGroup(group, path, kept_total, removed_total, oldest_tombstone)
+
+
+def _is_aborted(header: batches.BatchHeader, aborted: dict[int, list[tuple[int, int]]]) -> bool:
+    """A transactional data batch inside one of its producer's aborted transactions."""
+    if not header.is_transactional:
+        return False
+    return any(
+        first <= header.base_offset <= last for first, last in aborted.get(header.producer_id, ())
+    )
 
 
 def _retain_empty(header: batches.BatchHeader, cleaning: CleaningPlan) -> bool:

@@ -9,10 +9,18 @@ segments to ``.deleted``, then the swap file to the first old segment's name.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from strom.storage import checkpoints, cleaner, file_handles, producer_state, segment
+from strom.storage import (
+    checkpoints,
+    cleaner,
+    file_handles,
+    log_transactions,
+    producer_state,
+    segment,
+)
 from strom.storage.log_config import LogConfig
 
 
@@ -23,19 +31,21 @@ def plan(
     producers: producer_state.ProducerStateManager,
     log_start_offset: int,
     log_end_offset: int,
-    high_watermark: int,
+    last_stable_offset: int,
     now_ms: int,
 ) -> cleaner.CleaningPlan | None:
-    """The compaction pass due on a compacted log now, if any (see ``cleaner.plan``)."""
+    """The compaction pass due on a compacted log now, if any (see ``cleaner.plan``):
+    nothing past ``last_stable_offset`` is cleanable, and the plan carries the aborted
+    transactions with records in its segments."""
     first_dirty = min(
         max(cleaner.read_checkpoint(directory), log_start_offset),
         log_end_offset,
     )
-    return cleaner.plan(
+    made = cleaner.plan(
         directory,
         segments,
         config,
-        high_watermark,
+        last_stable_offset,
         first_dirty,
         now_ms,
         cleaner.read_tombstones_due(directory),
@@ -45,6 +55,12 @@ def plan(
             if entry.batches
         },
     )
+    if made is None:
+        return None
+    aborted = log_transactions.aborted_transactions(
+        segments, made.segments[0].base_offset, made.end_offset
+    )
+    return dataclasses.replace(made, aborted=tuple(aborted))
 
 
 def swap_in(

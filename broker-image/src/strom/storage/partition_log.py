@@ -379,7 +379,7 @@ class PartitionLog(segmented_log.SegmentedLog):
             self._producers,
             self._log_start_offset,
             self._log_end_offset,
-            self._high_watermark,
+            self.last_stable_offset,
             now_ms,
         )
 
