@@ -254,8 +254,9 @@ class Broker:
 
     # Loading -------------------------------------------------------------------------
 
-    async def load(self) -> None:
-        """Metadata, logs and groups, ready to serve (start() calls it)."""
+    async def load(self, *, coordinators: bool = True) -> None:
+        """Metadata, logs and (with `coordinators`) groups and transactional ids, ready to
+        serve. start() loads the coordinators only once caught up (`load_coordinators`)."""
         await self.metadata_log.start()
         legacy = migration.legacy_document(self.config.log_dirs[0])
         if legacy is not None and self.metadata.image.offset < 0:
@@ -267,15 +268,22 @@ class Broker:
         self.replicas.load(image)
         self.metadata.add_publisher(self.configs)
         self.metadata.add_publisher(self.replicas)
+        self.metadata.add_publisher(self.metadata_watch)
+        if coordinators:
+            self.load_coordinators()
+        self.loaded = True
+
+    def load_coordinators(self) -> None:
+        """Coordinate the groups and transactional ids of the internal partitions led here
+        in the image of now, and follow their leadership from here on."""
+        image = self.metadata.image
         placement = group_placement.GroupPlacement(self.groups, self.node_id, self.clock)
         self.metadata.add_publisher(placement)
         self.metadata.add_publisher(self.txn.placement)
         self.txn.placement.load(image)
-        self.metadata.add_publisher(self.metadata_watch)
         loaded = placement.load(image)
         if self.offsets_topic.partition_count() is not None:
             log.info("loaded %d consumer group(s) from %s", loaded, topics.OFFSETS_TOPIC)
-        self.loaded = True
 
     async def _alter_isr(
         self, changes: Sequence[isr_changes.IsrChange]
@@ -391,17 +399,24 @@ class Broker:
         loop = asyncio.get_running_loop()
         # The other voters reach this node's quorum before it has caught up: first.
         await self._open_controller_listeners()
+        coordinators_loaded = self.loaded
         if not self.loaded:
-            await self.load()
+            await self.load(coordinators=False)
         advertised_by_name = {a.name: a for a in self.config.advertised_listeners}
         for listener in self.config.client_listeners:
             try:
+                # Bound now (the registration names the port), served once caught up:
+                # until then this node's metadata is its own log's, maybe long stale, and
+                # it would answer as a leader or coordinator it no longer is (a consumer
+                # told OFFSET_OUT_OF_RANGE by a stale leader starts over; Kafka enables
+                # its acceptors only after the initial catch-up too).
                 server = await loop.create_server(
                     lambda name=listener.name: self._new_connection(name),
                     host=listener.bind_host,
                     port=listener.port,
                     reuse_address=True,
                     backlog=1024,
+                    start_serving=False,
                 )
             except OSError as error:
                 raise OSError(f"listeners: cannot listen on {listener}: {error}") from error
@@ -425,6 +440,13 @@ class Broker:
             )
             await self._http.start()
         await self._join_cluster()
+        if not coordinators_loaded:
+            # Caught up (the controller unfences only then): the coordinators load from
+            # the current image, not from the stale one this node started with, which
+            # could have finished a prepared transaction the other way.
+            self.load_coordinators()
+        for server in self._servers:
+            await server.start_serving()
         self._tasks.append(loop.create_task(self._fence_expired_brokers()))
         self._tasks.append(loop.create_task(self._balance_leaders()))
         self._tasks.append(loop.create_task(self.replicas.run_maintenance()))
