@@ -315,3 +315,32 @@ def test_a_follower_whose_epoch_the_leader_cannot_place_is_told_out_of_range(
     read = two.read(5, 1 << 20, current_leader_epoch=1, follower=outcomes.FollowerFetch(1, 7))
     assert read.diverging_epoch is None
     assert read.error is outcomes.ReadError.OFFSET_OUT_OF_RANGE
+
+
+def test_a_follower_drops_the_mark_of_an_epoch_it_led_without_appending(
+    logs: dict[int, partition_log.PartitionLog],
+) -> None:
+    """1 wrote a (epoch 0) to all; 2 led epoch 1 and appended nothing (its mark (1, 1)
+    stays at its log end); 3 took over in epoch 2. Following 3, 2's last fetched epoch is
+    1, which 3 never had: 3 answers the divergence (0, 1), which cuts nothing from 2's
+    log, but the mark (1, 1) must go, or every later fetch is answered the same and 2
+    never rejoins the ISR (Kafka's truncateTo drops the epoch marks even then)."""
+    one = replica(1, logs[1], state(1, 0))
+    two = replica(2, logs[2], state(1, 0))
+    append(one, batch(b"a"))
+    copy(one, two)
+    copy(one, replica(3, logs[3], state(1, 0)))
+    two.become(state(2, 1, isr=(2, 3), pe=1))  # leads epoch 1, writes nothing
+    assert [(e.epoch, e.start_offset) for e in logs[2].leader_epoch_cache.entries] == [
+        (0, 0),
+        (1, 1),
+    ]
+    proposals = Proposals()
+    three = replica(3, logs[3], state(3, 2, isr=(3,), pe=2), proposals=proposals)
+    two.become(state(3, 2, isr=(3,), pe=2))
+    first = copy(three, two)
+    assert first.diverging_epoch == (0, 1)
+    assert two.last_fetched_epoch == 0, "the mark of the epoch it led is gone"
+    second = copy(three, two)
+    assert second.diverging_epoch is None
+    assert proposals == [(2, 3)], "caught up, it is proposed into the ISR again"

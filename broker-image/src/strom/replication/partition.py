@@ -462,6 +462,17 @@ class Partition:
                 self.leader,
             )
             self.log.truncate_to(target)
+            return
+        # Nothing to cut from the log, but the epoch marks from the target on go all the
+        # same (Kafka's UnifiedLog.truncateTo): a replica that led an epoch without
+        # appending anything keeps that epoch's mark at its log end, and until it is gone
+        # the follower's last fetched epoch is one the leader never had, every fetch
+        # answered with the same divergence and the ISR never regained (found by the
+        # transactional chaos run: a partition at ISR [2] for good, its markers refused).
+        try:
+            self.log.leader_epoch_cache.truncate_from_end(target)
+        except OSError as error:
+            self._on_storage_error(error)
 
     # Reading ---------------------------------------------------------------------------
 
