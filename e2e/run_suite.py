@@ -28,6 +28,7 @@ BESIDE_THE_REST = (
     "e2e/test_spark_enrich.py",
     "e2e/test_librdkafka_suite.py",
     "e2e/test_transactions.py",
+    "e2e/test_chaos_txn.py",
 )
 # pytest's last line: "==== 1563 passed, 5 skipped, 2 warnings in 1500.88s (0:25:00) ===="
 _SUMMARY = re.compile(r"^=*\s*\d+ (passed|failed|skipped|errors?|deselected)\b.* in [0-9.]+s\b")

@@ -84,16 +84,6 @@ def hosts() -> Iterator[netns.Hosts | None]:
         yield made
 
 
-@pytest.mark.skipif(
-    os.environ.get("CHAOS_TXN") != "1",
-    reason=(
-        "run by `make chaos-txn`, not yet in `make test`: about 1 run in 3 still fails, a "
-        "read_committed librdkafka consumer going back to its partition's start without an "
-        "error (a tail reader's 'inconsistent offsets'; once a transform worker's, whose "
-        "outputs then came twice); whether Strom's answers cause it is not known yet "
-        "(issue 18 goes on)"
-    ),
-)
 @pytest.mark.slow
 @pytest.mark.timeout(SECONDS + SETTLE_BOUND_S)
 def test_transactions_hold_under_broker_faults(tmp_path: Path, hosts: netns.Hosts | None) -> None:
