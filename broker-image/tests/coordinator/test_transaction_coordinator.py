@@ -1,5 +1,5 @@
 """The transaction coordinator as a service (coordinator/transactions.py): it runs the
-decisions of txn_rules, writes their records to `__transaction_state` and applies them
+decisions of the txn_* rule modules, writes their records to `__transaction_state` and applies them
 once written, sends the markers of prepared transactions and writes CompleteCommit /
 CompleteAbort once every partition has its marker, loads and unloads partitions with
 their coordinator epochs, aborts timed-out transactions and expires idle ids.

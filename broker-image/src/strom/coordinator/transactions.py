@@ -2,8 +2,9 @@
 and the markers that end their transactions (Kafka's TransactionCoordinator,
 TransactionStateManager and TransactionMarkerChannelManager).
 
-What each request decides is `txn_rules`' (pure); this class runs those decisions: it
-writes their records to the id's `__transaction_state` partition through an
+What each request decides is a pure rule module's (`txn_init`, `txn_partitions`,
+`txn_end`, `txn_expiry`, `txn_queries`); this class runs those decisions: it writes
+their records to the id's `__transaction_state` partition through an
 `offsets_log.OffsetsLog` and applies them once committed, sends the markers of prepared
 transactions to the partitions' leaders until each has written its marker, then writes
 CompleteCommit/CompleteAbort. Concurrency per id needs no queue: a write in flight sets
@@ -27,15 +28,24 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from strom.coordinator import offsets_log, txn_records, txn_rules
+from strom.coordinator import (
+    offsets_log,
+    txn_decisions,
+    txn_end,
+    txn_expiry,
+    txn_init,
+    txn_partitions,
+    txn_queries,
+    txn_records,
+)
 from strom.coordinator.txn_metadata import TransactionMetadata, TxnTransit
 from strom.coordinator.txn_states import TransactionState, TransactionVersion
 
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-Reply = txn_rules.Reply
-Decision = txn_rules.Reply | txn_rules.Write | txn_rules.NeedProducerId
+Reply = txn_decisions.Reply
+Decision = txn_decisions.Reply | txn_decisions.Write | txn_decisions.NeedProducerId
 
 # Marker errors that mean "ask again later" (TransactionMarkerRequestCompletionHandler);
 # the fatal ones stop the round: a newer coordinator or producer epoch has taken over.
@@ -134,7 +144,7 @@ class TransactionCoordinator:
         for metadata in transactions.values():
             if metadata.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT):
                 self._finish(
-                    partition, coordinator_epoch, txn_rules.complete_after_markers(metadata, now)
+                    partition, coordinator_epoch, txn_end.complete_after_markers(metadata, now)
                 )
         return len(transactions)
 
@@ -177,7 +187,7 @@ class TransactionCoordinator:
         config = self.config
         return await self._run(
             transactional_id,
-            lambda metadata, now, new_id: txn_rules.init_producer_id(
+            lambda metadata, now, new_id: txn_init.init_producer_id(
                 metadata,
                 transactional_id=transactional_id,
                 timeout_ms=timeout_ms,
@@ -200,7 +210,7 @@ class TransactionCoordinator:
         wanted = list(partitions)
         reply = await self._run(
             transactional_id,
-            lambda metadata, now, _: txn_rules.add_partitions(
+            lambda metadata, now, _: txn_partitions.add_partitions(
                 metadata,
                 transactional_id=transactional_id,
                 producer_id=producer_id,
@@ -216,7 +226,7 @@ class TransactionCoordinator:
     ) -> ErrorCode:
         reply = await self._run(
             transactional_id,
-            lambda metadata, now, _: txn_rules.add_offsets(
+            lambda metadata, now, _: txn_partitions.add_offsets(
                 metadata,
                 transactional_id=transactional_id,
                 producer_id=producer_id,
@@ -239,7 +249,7 @@ class TransactionCoordinator:
         if isinstance(owner, ErrorCode):
             return dict.fromkeys(wanted, owner)
         _, state = owner
-        return txn_rules.verify_partitions(
+        return txn_partitions.verify_partitions(
             state.transactions.get(transactional_id),
             transactional_id=transactional_id,
             producer_id=producer_id,
@@ -257,7 +267,7 @@ class TransactionCoordinator:
     ) -> Reply:
         return await self._run(
             transactional_id,
-            lambda metadata, now, new_id: txn_rules.end_txn(
+            lambda metadata, now, new_id: txn_end.end_txn(
                 metadata,
                 transactional_id=transactional_id,
                 producer_id=producer_id,
@@ -269,12 +279,12 @@ class TransactionCoordinator:
             ),
         )
 
-    def describe(self, transactional_id: str) -> txn_rules.TransactionDescription:
+    def describe(self, transactional_id: str) -> txn_queries.TransactionDescription:
         owner = self._owner(transactional_id)
         if isinstance(owner, ErrorCode):
-            return txn_rules.TransactionDescription(transactional_id, owner)
+            return txn_queries.TransactionDescription(transactional_id, owner)
         _, state = owner
-        return txn_rules.describe(state.transactions.get(transactional_id), transactional_id)
+        return txn_queries.describe(state.transactions.get(transactional_id), transactional_id)
 
     def list(
         self,
@@ -283,8 +293,8 @@ class TransactionCoordinator:
         producer_id_filters: Iterable[int] = (),
         duration_filter_ms: int = -1,
         transactional_id_pattern: str | None = None,
-    ) -> txn_rules.TransactionList:
-        return txn_rules.list_transactions(
+    ) -> txn_queries.TransactionList:
+        return txn_queries.list_transactions(
             self.transactions(),
             state_filters=state_filters,
             producer_id_filters=producer_id_filters,
@@ -301,7 +311,7 @@ class TransactionCoordinator:
         config = self.config
         aborted = 0
         for state in list(self._partitions.values()):
-            for found in txn_rules.timed_out(state.transactions, now):
+            for found in txn_expiry.timed_out(state.transactions, now):
                 log.info(
                     "aborting transaction of %s (producer %d epoch %d): open past its timeout",
                     found.transactional_id,
@@ -313,11 +323,11 @@ class TransactionCoordinator:
                     metadata: TransactionMetadata | None,
                     at: int,
                     new_id: int | None,
-                    found: txn_rules.TimedOut = found,
+                    found: txn_expiry.TimedOut = found,
                 ) -> Decision:
                     if metadata is None:
                         return Reply(ErrorCode.none)
-                    return txn_rules.abort_timed_out(
+                    return txn_expiry.abort_timed_out(
                         metadata,
                         found,
                         server_transaction_version=config.server_transaction_version,
@@ -342,7 +352,7 @@ class TransactionCoordinator:
         expired = 0
         for partition, state in list(self._partitions.items()):
             epoch = state.coordinator_epoch
-            for metadata, transit in txn_rules.expire(
+            for metadata, transit in txn_expiry.expire(
                 state.transactions, now, self.config.id_expiration_ms
             ):
                 try:
@@ -380,7 +390,7 @@ class TransactionCoordinator:
         while True:
             now = self._time_ms()
             decision = decide(state.transactions.get(transactional_id), now, new_producer_id)
-            if not isinstance(decision, txn_rules.NeedProducerId):
+            if not isinstance(decision, txn_decisions.NeedProducerId):
                 break
             try:
                 new_producer_id = await self._new_producer_id()
@@ -389,7 +399,7 @@ class TransactionCoordinator:
                 return Reply(ErrorCode.coordinator_load_in_progress)
             if not self._still_owner(partition, epoch):
                 return Reply(ErrorCode.not_coordinator)
-        if isinstance(decision, txn_rules.Reply):
+        if isinstance(decision, txn_decisions.Reply):
             return decision
         write = decision
         if write.created:
@@ -409,7 +419,7 @@ class TransactionCoordinator:
         partition: int,
         epoch: int,
         transactional_id: str,
-        write: txn_rules.Write,
+        write: txn_decisions.Write,
         now: int,
     ) -> Reply:
         """Write a decided record, then apply it (and send the markers it calls for)."""
@@ -419,15 +429,13 @@ class TransactionCoordinator:
             if not self._still_owner(partition, epoch):
                 return Reply(ErrorCode.not_coordinator)
             log.warning("%s: cannot write its state: %s", transactional_id, failure)
-            return txn_rules.write_failed(write, failure.error)
+            return txn_decisions.write_failed(write, failure.error)
         if not self._still_owner(partition, epoch):
             return Reply(ErrorCode.not_coordinator)
         write.metadata.complete(write.transit)
-        if isinstance(write.then, txn_rules.Reply):
+        if isinstance(write.then, txn_decisions.Reply):
             return write.then
-        reply, markers = txn_rules.after_end_txn_written(
-            write.metadata, write.then, self._time_ms()
-        )
+        reply, markers = txn_end.after_end_txn_written(write.metadata, write.then, self._time_ms())
         if markers is not None:
             self._finish(partition, epoch, markers)
         return reply
@@ -449,7 +457,7 @@ class TransactionCoordinator:
 
     # Markers -------------------------------------------------------------------------
 
-    def _finish(self, partition: int, coordinator_epoch: int, markers: txn_rules.Markers) -> None:
+    def _finish(self, partition: int, coordinator_epoch: int, markers: txn_end.Markers) -> None:
         task = asyncio.get_running_loop().create_task(
             self._send_and_complete(partition, coordinator_epoch, markers)
         )
@@ -462,7 +470,7 @@ class TransactionCoordinator:
             log.error("transaction markers failed", exc_info=task.exception())
 
     async def _send_and_complete(
-        self, partition: int, coordinator_epoch: int, markers: txn_rules.Markers
+        self, partition: int, coordinator_epoch: int, markers: txn_end.Markers
     ) -> None:
         """Markers to every partition until each has one, then the CompleteX record."""
         backoff = self.config.retry_backoff_ms / 1000
@@ -513,7 +521,7 @@ class TransactionCoordinator:
             except offsets_log.StoreFailed as failure:
                 if not self._still_owner(partition, coordinator_epoch):
                     return
-                if not txn_rules.completion_write_failed(metadata, failure.error):
+                if not txn_decisions.completion_write_failed(metadata, failure.error):
                     return
                 await asyncio.sleep(backoff)
                 continue
