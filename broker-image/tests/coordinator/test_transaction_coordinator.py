@@ -348,6 +348,58 @@ async def test_a_request_on_an_id_with_a_write_in_flight_is_concurrent(w: World)
     assert w.state(A) == "Ongoing"
 
 
+async def test_the_next_transactions_add_waits_for_the_last_ones_markers(w: World) -> None:
+    """A producer's next AddPartitionsToTxn (or AddOffsetsToTxn), sent as soon as EndTxn
+    answered, is held until the markers are written and CompleteCommit is in the log,
+    then starts the new transaction: no CONCURRENT_TRANSACTIONS round trip (which
+    librdkafka's abort_transaction() turns into a fatal INVALID_TXN_STATE)."""
+    pid, epoch = await w.begin(A, [T_0])
+    w.markers.hold()
+    assert (await w.coordinator.end_txn(A, pid, epoch, True)).error is E.none
+    adding = asyncio.ensure_future(w.coordinator.add_partitions(A, pid, epoch, [T_1]))
+    offsets = asyncio.ensure_future(w.coordinator.add_offsets(A, pid, epoch, 3))
+    await settle()
+    assert not adding.done() and not offsets.done()
+    w.markers.release()
+    assert await adding is E.none
+    assert await offsets is E.none
+    assert (
+        w.log.states(A)
+        == [S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT] + [S.ONGOING] * 2
+    )
+    assert w.log.last(A).partitions == {T_1, ("__consumer_offsets", 3)}
+    assert (await w.coordinator.end_txn(A, pid, epoch, False)).error is E.none
+
+
+async def test_an_add_answers_concurrent_once_the_end_outlasts_the_wait() -> None:
+    w = World(TxnConfig(retry_backoff_ms=0, add_partitions_wait_ms=20))
+    w.load_all()
+    pid, epoch = await w.begin(A, [T_0])
+    w.markers.hold()
+    assert (await w.coordinator.end_txn(A, pid, epoch, True)).error is E.none
+    loop = asyncio.get_running_loop()
+    asked = loop.time()
+    assert await w.coordinator.add_partitions(A, pid, epoch, [T_1]) is (E.concurrent_transactions)
+    assert loop.time() - asked >= 0.02
+    assert w.log.states(A)[-1] is S.PREPARE_COMMIT, "nothing written"
+    w.markers.release()
+    await w.coordinator.drain()
+    assert await w.coordinator.add_partitions(A, pid, epoch, [T_1]) is E.none
+
+
+async def test_an_add_waiting_for_the_end_answers_not_coordinator_after_an_unload(
+    w: World,
+) -> None:
+    pid, epoch = await w.begin(A, [T_0])
+    w.markers.hold()
+    assert (await w.coordinator.end_txn(A, pid, epoch, True)).error is E.none
+    adding = asyncio.ensure_future(w.coordinator.add_partitions(A, pid, epoch, [T_1]))
+    await settle()
+    w.coordinator.unload(0)
+    w.markers.release()
+    assert await adding is E.not_coordinator
+
+
 # AddPartitionsToTxn, AddOffsetsToTxn, verification ----------------------------------------
 
 

@@ -533,6 +533,7 @@ BROKER_CONFIGS: Mapping[str, ConfigDef] = _table(
     ConfigDef("transaction.abort.timed.out.transaction.cleanup.interval.ms", _I, "10000", "How often transactions open past their timeout are aborted.", AtLeast(1)),
     ConfigDef("transaction.remove.expired.transaction.cleanup.interval.ms", _I, "3600000", "How often expired transactional ids are removed.", AtLeast(1)),
     ConfigDef("transaction.max.timeout.ms", _I, "900000", "Maximum transaction timeout a producer may ask for.", AtLeast(1)),
+    ConfigDef("add.partitions.to.txn.retry.backoff.max.ms", _I, "1000", "How long AddPartitionsToTxn / AddOffsetsToTxn that find the previous transaction still ending wait for it before answering CONCURRENT_TRANSACTIONS (Strom default 1000: ending takes more than Kafka's 100 on a loaded 2-core machine).", AtLeast(0)),
     ConfigDef("transactional.id.expiration.ms", _I, "604800000", "A transactional id with no updates for this long expires.", AtLeast(1), dynamic=True),
     ConfigDef("producer.id.expiration.ms", _I, "86400000", "A producer id with no writes for this long expires.", AtLeast(1), dynamic=True),
     ConfigDef("group.initial.rebalance.delay.ms", _I, "3000", "Time the coordinator waits for more members before the first rebalance of a new group."),

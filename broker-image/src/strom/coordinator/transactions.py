@@ -79,6 +79,10 @@ class TxnConfig:
     # between rounds of markers, and retries of a CompleteX write the log refused
     retry_backoff_ms: int = 100
     server_transaction_version: TransactionVersion = TransactionVersion.TV_0
+    # AddPartitionsToTxn / AddOffsetsToTxn that meet the previous transaction still being
+    # ended wait this long for it before answering CONCURRENT_TRANSACTIONS
+    # (add.partitions.to.txn.retry.backoff.max.ms; Strom's default)
+    add_partitions_wait_ms: int = 1000
 
 
 DEFAULT_CONFIG = TxnConfig()
@@ -110,6 +114,8 @@ class TransactionCoordinator:
         self._partitions: dict[int, _Partition] = {}
         # marker rounds, and decided writes (which outlive a cancelled request)
         self._tasks: set[asyncio.Task[Any]] = set()
+        # requests waiting for an id's transaction to finish ending, woken at each change
+        self._end_waiters: dict[str, list[asyncio.Future[None]]] = {}
 
     @property
     def config(self) -> TxnConfig:
@@ -152,6 +158,8 @@ class TransactionCoordinator:
         """The partition's leadership went elsewhere: forget its ids (writes and marker
         rounds in flight see the change and stop). Returns how many were dropped."""
         dropped = self._partitions.pop(partition, None)
+        for transactional_id in list(self._end_waiters):
+            self._changed(transactional_id)  # a held request answers NOT_COORDINATOR now
         return 0 if dropped is None else len(dropped.transactions)
 
     @property
@@ -218,6 +226,7 @@ class TransactionCoordinator:
                 partitions=wanted,
                 now_ms=now,
             ),
+            wait_for_end=True,
         )
         return reply.error
 
@@ -234,6 +243,7 @@ class TransactionCoordinator:
                 offsets_partition=offsets_partition,
                 now_ms=now,
             ),
+            wait_for_end=True,
         )
         return reply.error
 
@@ -359,6 +369,7 @@ class TransactionCoordinator:
                     await self._write(partition, metadata.transactional_id, transit, now)
                 except offsets_log.StoreFailed:
                     metadata.pending_state = None
+                    self._changed(metadata.transactional_id)
                     continue
                 if not self._still_owner(partition, epoch):
                     return expired
@@ -372,6 +383,7 @@ class TransactionCoordinator:
                     expired += 1
                 else:
                     metadata.pending_state = None
+                self._changed(metadata.transactional_id)
         return expired
 
     # Running decisions ---------------------------------------------------------------
@@ -380,12 +392,18 @@ class TransactionCoordinator:
         self,
         transactional_id: str,
         decide: Callable[[TransactionMetadata | None, int, int | None], Decision],
+        *,
+        wait_for_end: bool = False,
     ) -> Reply:
         owner = self._owner(transactional_id)
         if isinstance(owner, ErrorCode):
             return Reply(owner)
         partition, state = owner
         epoch = state.coordinator_epoch
+        if wait_for_end:
+            await self._wait_for_end(partition, epoch, transactional_id)
+            if not self._still_owner(partition, epoch):
+                return Reply(ErrorCode.not_coordinator)
         new_producer_id = None
         while True:
             now = self._time_ms()
@@ -412,7 +430,52 @@ class TransactionCoordinator:
         )
         self._tasks.add(applied)
         applied.add_done_callback(self._tasks.discard)
+        applied.add_done_callback(lambda _: self._changed(transactional_id))
         return await asyncio.shield(applied)
+
+    async def _wait_for_end(self, partition: int, epoch: int, transactional_id: str) -> None:
+        """Hold a request that would only get CONCURRENT_TRANSACTIONS because the id's
+        last transaction is still being ended, until that is done or the wait is over.
+
+        A producer that starts its next transaction right after EndTxn answered (which is
+        before the markers are written) would otherwise get CONCURRENT_TRANSACTIONS and
+        retry after a backoff: Kafka's KAFKA-5482, whose clients shorten that backoff to
+        20 ms. librdkafka (to 2.16 at least) takes an AddPartitionsToTxn so answered as
+        possibly applied, and its abort_transaction() then sends an EndTxn(abort) for a
+        transaction the coordinator never began, which fails fatally with
+        INVALID_TXN_STATE once the previous transaction has completed (against Kafka too).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.add_partitions_wait_ms / 1000
+        while True:
+            state = self._partitions.get(partition)
+            if state is None or state.coordinator_epoch != epoch:
+                return
+            if not txn_partitions.still_ending(state.transactions.get(transactional_id)):
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return
+            woken: asyncio.Future[None] = loop.create_future()
+            waiters = self._end_waiters.setdefault(transactional_id, [])
+            waiters.append(woken)
+            try:
+                await asyncio.wait_for(woken, remaining)
+            except TimeoutError:
+                return
+            finally:
+                if not woken.done():
+                    woken.cancel()
+                if woken in waiters:
+                    waiters.remove(woken)
+                if not waiters and self._end_waiters.get(transactional_id) is waiters:
+                    del self._end_waiters[transactional_id]
+
+    def _changed(self, transactional_id: str) -> None:
+        """An id's pending write or marker round is over: its waiters look again."""
+        for woken in self._end_waiters.pop(transactional_id, []):
+            if not woken.done():
+                woken.set_result(None)
 
     async def _apply(
         self,
@@ -462,10 +525,11 @@ class TransactionCoordinator:
             self._send_and_complete(partition, coordinator_epoch, markers)
         )
         self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(lambda done: self._task_done(done, markers.transactional_id))
 
-    def _task_done(self, task: asyncio.Task[None]) -> None:
+    def _task_done(self, task: asyncio.Task[None], transactional_id: str) -> None:
         self._tasks.discard(task)
+        self._changed(transactional_id)
         if not task.cancelled() and task.exception() is not None:
             log.error("transaction markers failed", exc_info=task.exception())
 

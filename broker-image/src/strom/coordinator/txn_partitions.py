@@ -17,6 +17,15 @@ OFFSETS_TOPIC = "__consumer_offsets"
 _PREPARED = frozenset({TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT})
 
 
+def still_ending(metadata: TransactionMetadata | None) -> bool:
+    """Would AddPartitionsToTxn answer CONCURRENT_TRANSACTIONS only because the id's last
+    transaction is still being ended (its Prepare* or CompleteX write, or its markers)?
+    The coordinator then holds the request a while instead (see TransactionCoordinator)."""
+    return metadata is not None and (
+        metadata.pending_transition_in_progress or metadata.state in _PREPARED
+    )
+
+
 def add_partitions(
     metadata: TransactionMetadata | None,
     *,

@@ -144,6 +144,7 @@ class TransactionService:
         return transactions.TxnConfig(
             max_timeout_ms=self._setting("transaction.max.timeout.ms"),
             id_expiration_ms=self._setting("transactional.id.expiration.ms"),
+            add_partitions_wait_ms=self._setting("add.partitions.to.txn.retry.backoff.max.ms"),
         )
 
     async def _create_topic(self) -> int:
