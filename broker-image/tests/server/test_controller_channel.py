@@ -190,6 +190,41 @@ async def test_not_controller_answers_are_retried_at_the_new_active_controller(
     assert SERVED_NODE_ID not in cluster.follower.context.image.brokers
 
 
+@contextlib.asynccontextmanager
+async def silent_listener() -> AsyncIterator[tuple[int, asyncio.Event]]:
+    """A node that accepts connections and reads what it is sent but never answers, as a
+    stalled controller does; yields its port and an event set once bytes came in."""
+    received = asyncio.Event()
+
+    async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await reader.read(65536):
+            received.set()
+        writer.close()
+
+    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1], received
+    finally:
+        server.close()
+
+
+async def test_a_request_in_flight_goes_to_the_new_controller_when_the_leadership_moves(
+    cluster: Cluster,
+) -> None:
+    """A controller that lost the leadership may never answer (it may be the stalled
+    node): once another node is the active controller, the request goes there at once,
+    not at its deadline."""
+    silent_node = 4
+    async with silent_listener() as (port, received):
+        cluster.ports[silent_node] = ("127.0.0.1", port)
+        cluster.leader = lambda: ACTIVE if received.is_set() else silent_node
+        started = time.monotonic()
+        epoch = await cluster.controller(timeout_s=20).register_broker(cluster.registration())
+        assert time.monotonic() - started < 5, "sent again well before the 20 s deadline"
+        assert received.is_set()
+    assert cluster.active.context.image.brokers[SERVED_NODE_ID].epoch == epoch
+
+
 async def test_no_active_controller_until_the_deadline_is_a_retriable_error(
     cluster: Cluster,
 ) -> None:

@@ -21,6 +21,7 @@ exception the local controller raises (DuplicateBrokerRegistrationError, ...).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Sequence
@@ -44,6 +45,11 @@ ALTER_PARTITION = 56
 
 DEFAULT_REQUEST_TIMEOUT_S = 30.0  # request.timeout.ms
 DEFAULT_RETRY_BACKOFF_S = 0.1  # retry.backoff.ms
+# How often a request in flight checks whether the active controller has moved.
+CONTROLLER_CHECK_S = 0.1
+
+# What an attempt gives when the active controller moved while it was in flight.
+_MOVED = object()
 
 # The entries of a forwarded admin response that carry its per-topic or per-resource errors.
 _ENTRY_FIELDS = ("topics", "responses", "results")
@@ -267,13 +273,23 @@ class ControllerChannel:
             remaining = deadline - self._clock.monotonic()
             if node_id is not None and remaining > 0:
                 try:
-                    response = await self._channel.send(node_id, request, timeout_s=remaining)
+                    response = await self._attempt(node_id, request, remaining)
                 except network_errors.UnsupportedVersion as error:
                     raise ControllerRefusedError(api_name, ErrorCode.unsupported_version) from error
                 except network_errors.NetworkError as error:
                     log.debug("%s to controller %d failed: %s", api_name, node_id, error)
                     timed_out = f"controller {node_id}: {error}"
                 else:
+                    if response is _MOVED:
+                        log.info(
+                            "%s: the active controller moved from node %d to %s while it was"
+                            " in flight; sending it again",
+                            api_name,
+                            node_id,
+                            self._active_controller(),
+                        )
+                        timed_out = None
+                        continue
                     if not _answers_not_controller(response):
                         return response
                     log.debug("node %d is not the active controller", node_id)
@@ -285,6 +301,24 @@ class ControllerChannel:
         if timed_out is not None:
             raise ControllerTimeoutError(f"{api_name} timed out: {timed_out}")
         raise ControllerUnavailableError(f"{api_name}: no active controller answered in time")
+
+    async def _attempt(self, node_id: int, request: Any, timeout_s: float) -> Any:
+        """`node_id`'s answer, or _MOVED once another node is the active controller: a
+        controller that lost the leadership may never answer what it was sent (it may be
+        the node that is stalled), so the request goes to the new one without waiting
+        for its deadline, as Kafka's NodeToControllerChannelManager moves to a new
+        controller. The abandoned attempt's answer, if any comes, is dropped."""
+        sending = asyncio.ensure_future(self._channel.send(node_id, request, timeout_s=timeout_s))
+        try:
+            while True:
+                done, _ = await asyncio.wait({sending}, timeout=CONTROLLER_CHECK_S)
+                if done:
+                    return sending.result()
+                if self._active_controller() not in (node_id, None):
+                    return _MOVED
+        finally:
+            if not sending.done():
+                sending.cancel()
 
 
 def _by_topic(

@@ -351,6 +351,11 @@ class RaftDriver:
 
     def _not_controller(self) -> topics.NotControllerError:
         leader_id = self.leader_id
+        if leader_id == self.node_id:
+            return topics.NotControllerError(
+                f"node {self.node_id} leads the metadata quorum but is not the active"
+                " controller yet: its epoch's first entry is not committed and applied"
+            )
         who = "not known yet" if leader_id is None else f"node {leader_id}"
         return topics.NotControllerError(
             f"node {self.node_id} is not the active controller; the active controller is {who}"
