@@ -31,6 +31,7 @@ from strom.cluster import quorum as quorum_view
 from strom.cluster import raft_wire, topics
 from strom.cluster.raft import actions, leader, messages
 from strom.cluster.raft import client as raft_client
+from strom.cluster.raft import log as raft_log
 from strom.network import channel as channels
 from strom.network import errors as network_errors
 
@@ -202,15 +203,23 @@ class RaftDriver:
         except asyncio.CancelledError:
             raise
         except BaseException as error:
-            # A metadata log that cannot be written: Kafka halts the process. Waiters fail.
-            log.critical("the metadata quorum stopped: %s", error, exc_info=True)
-            self.failure = error
-            self._notify()
-            for _, _, waiter in self._commit_waiters:
-                if not waiter.done():
-                    waiter.set_exception(topics.StorageFailedError(f"metadata log: {error}"))
-            self._commit_waiters.clear()
+            self._stop_on_fault(error)
             raise
+
+    def _stop_on_fault(self, error: BaseException) -> None:
+        """A metadata log that cannot be written or read: Kafka halts the process. The
+        quorum stops here, every waiter fails, and appends refuse from now on."""
+        if self.failure is not None:
+            return
+        log.critical("the metadata quorum stopped: %s", error, exc_info=error)
+        self.failure = error
+        self._notify()
+        for _, _, waiter in self._commit_waiters:
+            if not waiter.done():
+                waiter.set_exception(topics.StorageFailedError(f"metadata log: {error}"))
+        self._commit_waiters.clear()
+        if self._task is not None and self._task is not asyncio.current_task():
+            self._task.cancel()
 
     def _not_a_fellow_voter(self, request: messages.Request) -> str | None:
         """Why a Vote, BeginQuorumEpoch or EndQuorumEpoch shows its sender has another
@@ -278,10 +287,15 @@ class RaftDriver:
     def _handled(self, envelope: messages.Envelope) -> None:
         """Feed one message to the core; a message it could not write for is dropped (the
         sender retries, as after a lost message)."""
+        if self.failure is not None:
+            return
         try:
             done = self.client.handle(envelope, self._clock.time_ms())
         except OSError as error:
             self._storage_error(error)
+            return
+        except raft_log.UnreadableLogError as error:
+            self._stop_on_fault(error)
             return
         self._execute(done)
         self._poke()
@@ -367,7 +381,7 @@ class RaftDriver:
         """Answer a quorum request (a decoded kio request) that came in on the controller
         listener: the kio response at the request's version."""
         version = int(type(body).__version__)
-        if self._stopping:
+        if self._stopping or self.failure is not None:
             return raft_wire.error_response(body, ErrorCode.broker_not_available)
         cluster_id = getattr(body, "cluster_id", None)
         if cluster_id is not None and cluster_id != self._cluster_id:
@@ -398,6 +412,8 @@ class RaftDriver:
         self._answers[(source, correlation_id)] = answer
         try:
             self._handled(messages.Envelope(source, self.node_id, request, correlation_id))
+            if self.failure is not None:
+                return raft_wire.error_response(body, ErrorCode.broker_not_available)
             timeout_s = (self.client.config.request_timeout_ms) / 1000
             try:
                 response = await asyncio.wait_for(answer, timeout_s)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from kio.schema.errors import ErrorCode
 from strom.cluster.raft import (
     actions,
@@ -343,3 +344,26 @@ def test_a_restart_loads_the_latest_snapshot_and_resumes_without_leading() -> No
     assert raft.high_watermark == 2
     assert isinstance(raft.state, states.ResignedState)
     assert not isinstance(raft.state, leader.LeaderState)
+
+
+class VanishingLog(memory_log.MemoryLog):
+    """A log whose entries can no longer be read (its files changed under it)."""
+
+    vanished = False
+
+    def read(self, start: int, max_bytes: int) -> list[raft_log.Entry]:
+        return [] if self.vanished else super().read(start, max_bytes)
+
+
+def test_entries_that_cannot_be_read_below_the_high_watermark_raise_not_spin() -> None:
+    """Seen when a stopping process wrote into a restarted node's directory: the core
+    looped at 100% CPU reading nothing forever. It must fail, and the driver stops the
+    quorum with the reason."""
+    log = VanishingLog()
+    raft = client.RaftClient(1, (1,), log, store.MemoryQuorumStateStore(), CONFIG, random.Random(0))
+    raft.poll(250)
+    assert raft.is_leader
+    raft.append([b"a"])
+    log.vanished = True
+    with pytest.raises(raft_log.UnreadableLogError, match="below the high watermark"):
+        raft.poll(251)

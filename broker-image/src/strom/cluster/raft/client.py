@@ -237,6 +237,12 @@ class RaftClient:
         delivered: list[raft_log.Entry] = []
         while self.ctx.delivered < end:
             chunk = self.log.read(self.ctx.delivered, self.config.fetch_max_bytes)
+            if not chunk:
+                # nothing where the high watermark says there is: reading again would spin
+                raise raft_log.UnreadableLogError(
+                    f"no entry at offset {self.ctx.delivered} of a log whose end is"
+                    f" {self.log.end_offset}, below the high watermark {end}"
+                )
             for entry in chunk:
                 if entry.offset >= end:
                     break

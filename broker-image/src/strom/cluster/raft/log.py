@@ -24,6 +24,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 
+class UnreadableLogError(Exception):
+    """The log cannot give entries it has counted as committed: its files changed under
+    it (another process writing to the same directory, a disk fault)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One record of the log: its offset, the leader epoch that appended it, its bytes.
