@@ -309,6 +309,40 @@ async def test_brokers_register_fenced_and_are_unfenced_once_caught_up(node: Nod
     assert again > epoch
 
 
+async def test_a_restarted_broker_leaves_its_leaderships_and_isrs_at_registration(
+    node: Node,
+) -> None:
+    """A new incarnation registered while its old one still leads (its session ran out
+    but was not fenced yet, or a new controller never heard of it) must not keep those
+    leaderships at the same leader epoch: it may have lost what it had not flushed. As
+    Kafka's handleBrokerUncleanShutdown: out of every ISR and leadership, as if fenced."""
+    incarnations = {node_id: uuid.uuid4() for node_id in (2, 3, 4)}
+    for node_id, incarnation in incarnations.items():
+        epoch = await node.controller.register_broker(registration(node_id, incarnation), now_ms=0)
+        await node.controller.broker_heartbeat(
+            node_id, epoch, node.image.offset, want_fence=False, want_shut_down=False, now_ms=0
+        )
+    (outcome,) = await node.controller.create_topics([topic_requests.NewTopic("led", 6, 3)])
+    assert outcome.error is None
+    led_by_2 = {
+        index: partition.leader_epoch
+        for index, partition in node.image.topics["led"].partitions.items()
+        if partition.leader == 2
+    }
+    assert led_by_2
+    # broker 2's session ran out (9 s) but no fencing pass ran yet; it restarted
+    await node.controller.register_broker(registration(2, uuid.uuid4()), now_ms=9_500)
+    for index, partition in node.image.topics["led"].partitions.items():
+        assert 2 not in partition.isr and partition.leader != 2, (index, partition)
+        if index in led_by_2:
+            assert partition.leader in (3, 4)
+            assert partition.leader_epoch > led_by_2[index]
+    # the same incarnation registering again (a retry) moves nothing
+    before = node.image.topics["led"]
+    await node.controller.register_broker(registration(3, incarnations[3]), now_ms=9_600)
+    assert node.image.topics["led"] == before
+
+
 async def test_new_replicas_go_to_the_live_brokers_across_racks(node: Node) -> None:
     for node_id, rack in ((1, "a"), (2, "a"), (3, "b"), (4, "b")):
         epoch = await node.controller.register_broker(

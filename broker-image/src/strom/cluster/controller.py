@@ -421,10 +421,28 @@ class Controller:
 
     @_not_cancelled_midway
     async def register_broker(self, registration: broker_sessions.Registration, now_ms: int) -> int:
-        """Register a broker incarnation (fenced until it catches up); its broker epoch."""
+        """Register a broker incarnation (fenced until it catches up); its broker epoch.
+
+        A new incarnation of a registered broker (a restarted process) leaves every
+        leadership and ISR as if fenced, and catches up as a follower: it may have lost
+        what it had not flushed, and without this a restart within its session (or right
+        after a controller change, which starts every session afresh) kept its
+        leaderships at the same leader epoch. Kafka's handleBrokerUncleanShutdown (without
+        ELR); after a controlled shutdown there is nothing left to move."""
         async with self._lock:
             record = self._sessions.register(self.image, registration, now_ms)
-            await self._commit(_Batch([record]))
+            existing = self.image.brokers.get(registration.node_id)
+            restarted = (
+                existing is not None and existing.incarnation_id != registration.incarnation_id
+            )
+            moved = self._elections((), {registration.node_id}) if restarted else []
+            await self._commit(_Batch([record, *moved]))
+        if moved:
+            log.info(
+                "broker %d restarted: %d partition(s) moved its leadership or ISR membership",
+                registration.node_id,
+                len(moved),
+            )
         log.info(
             "registered broker %d (epoch %d, rack %s)",
             registration.node_id,
