@@ -295,9 +295,13 @@ class ControllerChannel:
                     log.debug("node %d is not the active controller", node_id)
                     timed_out = None
             remaining = deadline - self._clock.monotonic()
-            if remaining <= 0:
+            if remaining <= self.retry_backoff_s:
+                # no time for another attempt after the back-off: one started at the
+                # deadline's edge would time out at once and turn the refusals seen so far
+                # into a timeout (seen once in the unit tests)
+                await self._clock.sleep(max(remaining, 0.0))
                 break
-            await self._clock.sleep(min(self.retry_backoff_s, remaining))
+            await self._clock.sleep(self.retry_backoff_s)
         if timed_out is not None:
             raise ControllerTimeoutError(f"{api_name} timed out: {timed_out}")
         raise ControllerUnavailableError(f"{api_name}: no active controller answered in time")
