@@ -22,6 +22,8 @@ import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from prometheus_client.parser import text_string_to_metric_families
+
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 20.0
 LOG_TAIL_CHARS = 6000
@@ -157,6 +159,18 @@ class StromProcess:
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
             )
         live.append(self)
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of `name`'s samples on this node's /metrics whose labels include
+        `labels` (0 if there is none)."""
+        with urllib.request.urlopen(f"{self.metrics_url}/metrics", timeout=10) as response:
+            text = response.read().decode()
+        return sum(
+            sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == name and labels.items() <= sample.labels.items()
+        )
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> None:
         deadline = time.monotonic() + timeout

@@ -41,15 +41,7 @@ JAVA_START_S = 60.0  # a JVM on a busy 2-core machine
 
 
 def metric(broker: StromProcess, name: str, **labels: str) -> float:
-    """The sum of `name`'s samples whose labels include `labels`."""
-    with urllib.request.urlopen(f"{broker.metrics_url}/metrics", timeout=10) as response:
-        text = response.read().decode()
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == name and labels.items() <= sample.labels.items()
-    )
+    return broker.metric(name, **labels)
 
 
 def consumer_fetches(broker: StromProcess, context: str) -> float:

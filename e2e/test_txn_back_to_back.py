@@ -139,3 +139,9 @@ def test_librdkafka_aborts_right_after_a_commit(cluster: StromCluster) -> None:
     finally:
         producer.flush(10)
     assert read_committed(cluster.bootstrap) == committed
+    # the coordinator's view: the id's last transaction committed, and no held add waited
+    # past add.partitions.to.txn.retry.backoff.max.ms (librdkafka would have failed)
+    nodes = cluster.nodes.values()
+    assert sum(n.metric("strom_transactional_ids", state="CompleteCommit") for n in nodes) == 1
+    assert sum(n.metric("strom_transactional_ids") for n in nodes) == 1
+    assert sum(n.metric("strom_txn_adds_held_ran_out_total") for n in nodes) == 0

@@ -368,7 +368,12 @@ async def test_the_next_transactions_add_waits_for_the_last_ones_markers(w: Worl
         == [S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT] + [S.ONGOING] * 2
     )
     assert w.log.last(A).partitions == {T_1, ("__consumer_offsets", 3)}
+    assert (w.coordinator.held.held, w.coordinator.held.ran_out) == (2, 0)
     assert (await w.coordinator.end_txn(A, pid, epoch, False)).error is E.none
+    # an add that finds nothing ending is not held
+    await w.coordinator.drain()
+    await w.begin(B)
+    assert w.coordinator.held.held == 2
 
 
 async def test_an_add_answers_concurrent_once_the_end_outlasts_the_wait() -> None:
@@ -382,6 +387,8 @@ async def test_an_add_answers_concurrent_once_the_end_outlasts_the_wait() -> Non
     assert await w.coordinator.add_partitions(A, pid, epoch, [T_1]) is (E.concurrent_transactions)
     assert loop.time() - asked >= 0.02
     assert w.log.states(A)[-1] is S.PREPARE_COMMIT, "nothing written"
+    assert (w.coordinator.held.held, w.coordinator.held.ran_out) == (1, 1)
+    assert w.coordinator.held.seconds >= 0.02
     w.markers.release()
     await w.coordinator.drain()
     assert await w.coordinator.add_partitions(A, pid, epoch, [T_1]) is E.none

@@ -89,6 +89,16 @@ DEFAULT_CONFIG = TxnConfig()
 
 
 @dataclasses.dataclass(slots=True)
+class HeldAdds:
+    """How often an AddPartitionsToTxn / AddOffsetsToTxn was held for the id's last
+    transaction to end, and how often the wait ran out (answered CONCURRENT_TRANSACTIONS)."""
+
+    held: int = 0
+    ran_out: int = 0
+    seconds: float = 0.0
+
+
+@dataclasses.dataclass(slots=True)
 class _Partition:
     """The ids of one `__transaction_state` partition this broker coordinates."""
 
@@ -116,6 +126,7 @@ class TransactionCoordinator:
         self._tasks: set[asyncio.Task[Any]] = set()
         # requests waiting for an id's transaction to finish ending, woken at each change
         self._end_waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self.held = HeldAdds()
 
     @property
     def config(self) -> TxnConfig:
@@ -446,30 +457,48 @@ class TransactionCoordinator:
         INVALID_TXN_STATE once the previous transaction has completed (against Kafka too).
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.config.add_partitions_wait_ms / 1000
-        while True:
-            state = self._partitions.get(partition)
-            if state is None or state.coordinator_epoch != epoch:
-                return
-            if not txn_partitions.still_ending(state.transactions.get(transactional_id)):
-                return
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                return
-            woken: asyncio.Future[None] = loop.create_future()
-            waiters = self._end_waiters.setdefault(transactional_id, [])
-            waiters.append(woken)
-            try:
-                await asyncio.wait_for(woken, remaining)
-            except TimeoutError:
-                return
-            finally:
-                if not woken.done():
-                    woken.cancel()
-                if woken in waiters:
-                    waiters.remove(woken)
-                if not waiters and self._end_waiters.get(transactional_id) is waiters:
-                    del self._end_waiters[transactional_id]
+        started = loop.time()
+        deadline = started + self.config.add_partitions_wait_ms / 1000
+        held = False
+        try:
+            while True:
+                state = self._partitions.get(partition)
+                if state is None or state.coordinator_epoch != epoch:
+                    return
+                if not txn_partitions.still_ending(state.transactions.get(transactional_id)):
+                    return
+                remaining = deadline - loop.time()
+                if remaining <= 0:  # the wait is over (or add_partitions_wait_ms is 0)
+                    self.held.ran_out += held
+                    return
+                if not held:
+                    held = True
+                    self.held.held += 1
+                if not await self._woken_before(transactional_id, remaining):
+                    self.held.ran_out += 1
+                    return
+        finally:
+            if held:
+                self.held.seconds += loop.time() - started
+
+    async def _woken_before(self, transactional_id: str, remaining: float) -> bool:
+        """Wait for the id's next change, for `remaining` seconds at most."""
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[None] = loop.create_future()
+        waiters = self._end_waiters.setdefault(transactional_id, [])
+        waiters.append(woken)
+        try:
+            await asyncio.wait_for(woken, remaining)
+        except TimeoutError:
+            return False
+        finally:
+            if not woken.done():
+                woken.cancel()
+            if woken in waiters:
+                waiters.remove(woken)
+            if not waiters and self._end_waiters.get(transactional_id) is waiters:
+                del self._end_waiters[transactional_id]
+        return True
 
     def _changed(self, transactional_id: str) -> None:
         """An id's pending write or marker round is over: its waiters look again."""

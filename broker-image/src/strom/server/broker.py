@@ -10,6 +10,7 @@ the logs cleanly (so the next start skips recovery).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import uuid
@@ -246,6 +247,7 @@ class Broker:
         self.metrics.watch_replication(self._replication_counts)
         self.metrics.watch_replication_quotas(self._quota_readings)
         self.metrics.watch_fetch_sessions(self._fetch_session_counts)
+        self.metrics.watch_transactions(self._transaction_counts)
         cluster_metrics.watch(self.metrics.registry, self.metadata_log, self.metadata)
 
     @property
@@ -372,6 +374,14 @@ class Broker:
         cache = self.context.fetch_sessions
         return broker_metrics.FetchSessionCounts(
             len(cache), cache.partitions_cached, cache.created, cache.evictions
+        )
+
+    def _transaction_counts(self) -> broker_metrics.TransactionCounts:
+        coordinator = self.txn.coordinator
+        by_state = collections.Counter(m.state.kafka_name for m in coordinator.transactions())
+        held = coordinator.held
+        return broker_metrics.TransactionCounts(
+            dict(by_state), held.held, held.ran_out, held.seconds
         )
 
     def _quota_readings(self) -> list[broker_metrics.QuotaReading]:

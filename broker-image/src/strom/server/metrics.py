@@ -153,9 +153,56 @@ class BrokerMetrics:
         """Register a scrape-time view of the fetch session cache."""
         self.registry.register(_FetchSessionCollector(counts))
 
+    def watch_transactions(self, counts: Callable[[], TransactionCounts]) -> None:
+        """Register a scrape-time view of the transaction coordinator."""
+        self.registry.register(_TransactionCollector(counts))
+
     def watch_replication_quotas(self, readings: Callable[[], Iterable[QuotaReading]]) -> None:
         """Register a scrape-time view of the leader and follower replication quotas."""
         self.registry.register(_QuotaCollector(readings))
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionCounts:
+    by_state: dict[str, int]  # transactional ids coordinated here, by Kafka's state name
+    adds_held: int
+    adds_held_ran_out: int
+    adds_held_seconds: float
+
+
+class _TransactionCollector(Collector):
+    def __init__(self, counts: Callable[[], TransactionCounts]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        counts = self._counts()
+        states = GaugeMetricFamily(
+            "strom_transactional_ids",
+            "Transactional ids this broker coordinates, by state (what "
+            "kafka-transactions.sh list shows; Ongoing ones hold back read_committed readers)",
+            labels=["state"],
+        )
+        for state, count in sorted(counts.by_state.items()):
+            states.add_metric([state], count)
+        yield states
+        yield CounterMetricFamily(
+            "strom_txn_adds_held",
+            "AddPartitionsToTxn / AddOffsetsToTxn held until the id's last transaction had "
+            "ended (its markers written), instead of answered CONCURRENT_TRANSACTIONS",
+            value=counts.adds_held,
+        )
+        yield CounterMetricFamily(
+            "strom_txn_adds_held_ran_out",
+            "Held AddPartitionsToTxn / AddOffsetsToTxn answered CONCURRENT_TRANSACTIONS after "
+            "all: the last transaction took add.partitions.to.txn.retry.backoff.max.ms to end",
+            value=counts.adds_held_ran_out,
+        )
+        yield CounterMetricFamily(
+            "strom_txn_adds_held_seconds",
+            "Time AddPartitionsToTxn / AddOffsetsToTxn spent held (with strom_txn_adds_held: "
+            "the mean time a transaction takes to end once EndTxn answered)",
+            value=counts.adds_held_seconds,
+        )
 
 
 @dataclass(frozen=True, slots=True)
