@@ -40,13 +40,9 @@ CONSUMER_TIMEOUT_MS = 150_000
 JAVA_START_S = 60.0  # a JVM on a busy 2-core machine
 
 
-def metric(broker: StromProcess, name: str, **labels: str) -> float:
-    return broker.metric(name, **labels)
-
-
 def consumer_fetches(broker: StromProcess, context: str) -> float:
-    return metric(
-        broker, "strom_fetch_requests_by_session_total", context=context, fetcher="consumer"
+    return broker.metric(
+        "strom_fetch_requests_by_session_total", context=context, fetcher="consumer"
     )
 
 
@@ -141,19 +137,19 @@ def test_the_java_consumer_is_served_incremental_fetches(
         JAVA_START_S,
         lambda: f"incremental fetches: {consumer_fetches(broker, 'incremental')}",
     )
-    assert metric(broker, "strom_fetch_session_creations_total") >= 1
-    assert metric(broker, "strom_fetch_session_partitions_cached") == PARTITIONS
-    answered = metric(broker, "strom_fetch_response_partitions_total", context="incremental")
+    assert broker.metric("strom_fetch_session_creations_total") >= 1
+    assert broker.metric("strom_fetch_session_partitions_cached") == PARTITIONS
+    answered = broker.metric("strom_fetch_response_partitions_total", context="incremental")
     quiet_from = consumer_fetches(broker, "incremental")
     wait_until(lambda: consumer_fetches(broker, "incremental") >= quiet_from + 2, 10, "quiet")
-    assert metric(broker, "strom_fetch_response_partitions_total", context="incremental") == (
+    assert broker.metric("strom_fetch_response_partitions_total", context="incremental") == (
         answered
     )
 
     produce(broker.bootstrap, topic, HALF, HALF)
     assert_exactly_once(consumer.records())
     incremental = consumer_fetches(broker, "incremental")
-    answered = metric(broker, "strom_fetch_response_partitions_total", context="incremental")
+    answered = broker.metric("strom_fetch_response_partitions_total", context="incremental")
     assert 0 < answered < incremental * PARTITIONS
     assert consumer_fetches(broker, "full") >= 1
 
@@ -177,22 +173,22 @@ def test_two_consumers_with_one_slot_evict_each_other_and_read_everything(
     second = java_consumers(broker.bootstrap, topic)
 
     def evicted() -> bool:
-        return metric(broker, "strom_fetch_session_evictions_total") >= 2 and (
-            metric(broker, "strom_request_errors_total", error="fetch_session_id_not_found") >= 1
+        return broker.metric("strom_fetch_session_evictions_total") >= 2 and (
+            broker.metric("strom_request_errors_total", error="fetch_session_id_not_found") >= 1
         )
 
     wait_until(
         evicted,
         JAVA_START_S,
         lambda: (
-            f"evictions {metric(broker, 'strom_fetch_session_evictions_total')}, sessions "
-            f"created {metric(broker, 'strom_fetch_session_creations_total')}"
+            f"evictions {broker.metric('strom_fetch_session_evictions_total')}, sessions "
+            f"created {broker.metric('strom_fetch_session_creations_total')}"
         ),
     )
     produce(broker.bootstrap, topic, HALF, HALF)
     assert_exactly_once(first.records())
     assert_exactly_once(second.records())
-    assert metric(broker, "strom_fetch_sessions") <= 1
+    assert broker.metric("strom_fetch_sessions") <= 1
 
 
 def test_librdkafka_is_served_sessionless_fetches(
@@ -230,7 +226,7 @@ def test_librdkafka_is_served_sessionless_fetches(
     assert_exactly_once(consumed)
     assert consumer_fetches(broker, "sessionless") > 0
     assert consumer_fetches(broker, "full") == consumer_fetches(broker, "incremental") == 0
-    assert metric(broker, "strom_fetch_session_creations_total") == 0
+    assert broker.metric("strom_fetch_session_creations_total") == 0
 
 
 def log_end_offsets(node: StromProcess, topic: str) -> dict[str, float]:
@@ -245,9 +241,7 @@ def log_end_offsets(node: StromProcess, topic: str) -> dict[str, float]:
 
 
 def follower_fetches(node: StromProcess, context: str) -> float:
-    return metric(
-        node, "strom_fetch_requests_by_session_total", context=context, fetcher="follower"
-    )
+    return node.metric("strom_fetch_requests_by_session_total", context=context, fetcher="follower")
 
 
 def test_followers_fetch_in_sessions_and_stay_in_sync(tmp_path: Path, topic: str) -> None:
@@ -264,21 +258,20 @@ def test_followers_fetch_in_sessions_and_stay_in_sync(tmp_path: Path, topic: str
             "every replica holds every record",
         )
         wait_until(
-            lambda: all(metric(node, "strom_under_replicated_partitions") == 0 for node in nodes),
+            lambda: all(node.metric("strom_under_replicated_partitions") == 0 for node in nodes),
             60,
             "whole ISRs",
         )
         for node in nodes:
             # each node leads some partitions and follows the two others'
-            assert metric(node, "strom_fetch_sessions") >= 2
+            assert node.metric("strom_fetch_sessions") >= 2
             assert follower_fetches(node, "incremental") > 0
         # Idle and in sync: the followers' incremental fetches are answered with nothing
         # (once those in flight, which may carry the last high watermark, are answered).
         leader = nodes[0]
 
         def answered() -> float:
-            return metric(
-                leader,
+            return leader.metric(
                 "strom_fetch_response_partitions_total",
                 context="incremental",
                 fetcher="follower",
@@ -292,7 +285,7 @@ def test_followers_fetch_in_sessions_and_stay_in_sync(tmp_path: Path, topic: str
         idle_from = answered()
         after_fetches(6)
         assert answered() == idle_from
-        assert all(metric(node, "strom_isr_shrinks_total") == 0 for node in nodes)
+        assert all(node.metric("strom_isr_shrinks_total") == 0 for node in nodes)
     finally:
         cluster.stop()
 

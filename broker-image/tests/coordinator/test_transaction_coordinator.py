@@ -385,10 +385,10 @@ async def test_an_add_answers_concurrent_once_the_end_outlasts_the_wait() -> Non
     loop = asyncio.get_running_loop()
     asked = loop.time()
     assert await w.coordinator.add_partitions(A, pid, epoch, [T_1]) is (E.concurrent_transactions)
-    assert loop.time() - asked >= 0.02
+    assert loop.time() - asked >= 0.019  # the 20 ms wait (timers may fire a tick early)
     assert w.log.states(A)[-1] is S.PREPARE_COMMIT, "nothing written"
     assert (w.coordinator.held.held, w.coordinator.held.ran_out) == (1, 1)
-    assert w.coordinator.held.seconds >= 0.02
+    assert w.coordinator.held.seconds >= 0.019
     w.markers.release()
     await w.coordinator.drain()
     assert await w.coordinator.add_partitions(A, pid, epoch, [T_1]) is E.none

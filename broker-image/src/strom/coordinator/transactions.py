@@ -124,8 +124,8 @@ class TransactionCoordinator:
         self._partitions: dict[int, _Partition] = {}
         # marker rounds, and decided writes (which outlive a cancelled request)
         self._tasks: set[asyncio.Task[Any]] = set()
-        # requests waiting for an id's transaction to finish ending, woken at each change
-        self._end_waiters: dict[str, list[asyncio.Future[None]]] = {}
+        # set (and dropped) at each change of an id with requests waiting for it to end
+        self._end_waiters: dict[str, asyncio.Event] = {}
         self.held = HeldAdds()
 
     @property
@@ -469,42 +469,28 @@ class TransactionCoordinator:
                     return
                 remaining = deadline - loop.time()
                 if remaining <= 0:  # the wait is over (or add_partitions_wait_ms is 0)
-                    self.held.ran_out += held
+                    if held:
+                        self.held.ran_out += 1
                     return
                 if not held:
                     held = True
                     self.held.held += 1
-                if not await self._woken_before(transactional_id, remaining):
+                # left in the dict on a timeout: the id's next change drops it
+                changed = self._end_waiters.setdefault(transactional_id, asyncio.Event())
+                try:
+                    await asyncio.wait_for(changed.wait(), remaining)
+                except TimeoutError:
                     self.held.ran_out += 1
                     return
         finally:
             if held:
                 self.held.seconds += loop.time() - started
 
-    async def _woken_before(self, transactional_id: str, remaining: float) -> bool:
-        """Wait for the id's next change, for `remaining` seconds at most."""
-        loop = asyncio.get_running_loop()
-        woken: asyncio.Future[None] = loop.create_future()
-        waiters = self._end_waiters.setdefault(transactional_id, [])
-        waiters.append(woken)
-        try:
-            await asyncio.wait_for(woken, remaining)
-        except TimeoutError:
-            return False
-        finally:
-            if not woken.done():
-                woken.cancel()
-            if woken in waiters:
-                waiters.remove(woken)
-            if not waiters and self._end_waiters.get(transactional_id) is waiters:
-                del self._end_waiters[transactional_id]
-        return True
-
     def _changed(self, transactional_id: str) -> None:
         """An id's pending write or marker round is over: its waiters look again."""
-        for woken in self._end_waiters.pop(transactional_id, []):
-            if not woken.done():
-                woken.set_result(None)
+        changed = self._end_waiters.pop(transactional_id, None)
+        if changed is not None:
+            changed.set()
 
     async def _apply(
         self,
