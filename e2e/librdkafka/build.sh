@@ -5,7 +5,8 @@
 # The Debian source package (bookworm's, pinned below) carries upstream's tests/ folder. It
 # is fetched with a private deb-src sources list and private apt state (the machine's own
 # apt lists are left alone), unpacked, configured without SSL, SASL and curl (the suite's
-# SSL/SASL/OIDC tests are left out anyway) and built once into
+# SSL/SASL/OIDC tests are left out anyway), patched with the upstream fixes in patches/ and
+# built once into
 # ${STROM_LIBRDKAFKA_CACHE:-~/.cache/strom/librdkafka}/<version>/; the build is skipped when
 # that folder is complete, so only a cold machine pays for it (about 2 minutes on 2 cores).
 # The build dependencies are Debian packages (gcc, g++, make, zlib, zstd, dpkg-dev, and
@@ -26,8 +27,15 @@ mirror="${STROM_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 configure_flags=(--no-download --disable-ssl --disable-gssapi --disable-curl --disable-lz4-ext
     --enable-zstd --enable-zlib)
 dev_packages=(zlib1g-dev libzstd-dev rapidjson-dev)
-# What the folder was built with: a change here builds it again.
-recipe="librdkafka=$debian_version ${configure_flags[*]} ${dev_packages[*]}"
+# Upstream fixes of later librdkafka releases, applied to the source before the build; each
+# patch says which bug of 2.0.2's it mends and where upstream fixed it.
+patch_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/patches"
+shopt -s nullglob
+patches=("$patch_dir"/*.patch)
+shopt -u nullglob
+# What the folder was built with: a change here (or in a patch) builds it again.
+recipe="librdkafka=$debian_version ${configure_flags[*]} ${dev_packages[*]} patches=$(
+    cat /dev/null "${patches[@]}" | sha256sum | cut -c1-16)"
 
 cache="${STROM_LIBRDKAFKA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strom/librdkafka}"
 out="$cache/$upstream_version"
@@ -51,6 +59,7 @@ command -v gcc >/dev/null || needed+=(gcc)
 command -v g++ >/dev/null || needed+=(g++)
 command -v make >/dev/null || needed+=(make)
 command -v dpkg-source >/dev/null || needed+=(dpkg-dev)
+command -v patch >/dev/null || needed+=(patch)
 command -v python3 >/dev/null || needed+=(python3) # librdkafka's lds-gen.py
 for package in "${dev_packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'ok installed' ||
@@ -96,6 +105,11 @@ fi
 (cd "$work" && dpkg-source -x "librdkafka_$debian_version.dsc" src >&2)
 
 src="$work/src"
+for patch_file in "${patches[@]}"; do
+    log "applying $(basename "$patch_file")"
+    patch --quiet --forward -p1 -d "$src" <"$patch_file" >&2 ||
+        { log "$(basename "$patch_file") does not apply to librdkafka $upstream_version"; exit 1; }
+done
 log "building librdkafka $upstream_version and its test-runner"
 (
     cd "$src"
