@@ -10,7 +10,6 @@ the logs cleanly (so the next start skips recovery).
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import uuid
@@ -37,7 +36,7 @@ from strom.coordinator import offsets_log, producer_ids
 from strom.network import channel as channels
 from strom.protocol import apis
 from strom.records import batches
-from strom.replication import fetcher, isr_updates, log_dirs, quotas, replica_manager
+from strom.replication import fetcher, isr_updates, quotas, replica_manager
 from strom.server import (
     cluster_control,
     cluster_metrics,
@@ -47,6 +46,7 @@ from strom.server import (
     group_placement,
     http,
     lifecycle,
+    metric_readings,
     txn_service,
 )
 from strom.server import connection as connections
@@ -236,18 +236,18 @@ class Broker:
         )
         self.loaded = False
         self.ready = False
-        self.metrics.watch_logs(self._log_rows)
-        self.metrics.watch_log_dirs(
-            lambda: (
-                (d.path, d.total_bytes, d.usable_bytes, d.error is not None)
-                for d in log_dirs.describe_log_dirs(self.replicas, ())
-            )
-        )
-        self.metrics.watch_groups(self._group_rows)
-        self.metrics.watch_replication(self._replication_counts)
-        self.metrics.watch_replication_quotas(self._quota_readings)
-        self.metrics.watch_fetch_sessions(self._fetch_session_counts)
-        self.metrics.watch_transactions(self._transaction_counts)
+        metric_readings.MetricReadings(
+            node_id=self.node_id,
+            metadata=self.metadata,
+            metadata_log=self.metadata_log,
+            configs=self.configs,
+            replicas=self.replicas,
+            fetchers=self.fetchers,
+            replication_quotas=self.replication_quotas,
+            groups=self.groups,
+            fetch_sessions=self.context.fetch_sessions,
+            transactions=self.txn.coordinator,
+        ).watch(self.metrics)
         cluster_metrics.watch(self.metrics.registry, self.metadata_log, self.metadata)
 
     @property
@@ -327,81 +327,6 @@ class Broker:
         outcome = await partition.append_records(data, headers, now, min_isr)
         if outcome.error is not None:
             raise offsets_log.StoreFailed(outcome.message or outcome.error.value)
-
-    # Metrics -------------------------------------------------------------------------
-
-    def _group_rows(self) -> list[broker_metrics.GroupRow]:
-        rows: list[broker_metrics.GroupRow] = []
-        for group in list(self.groups.groups.values()):
-            offsets = []
-            for (topic, index), committed in group.offsets.items():
-                partition = self.replicas.partition(topic, index)
-                if partition is not None:
-                    behind = max(partition.high_watermark - committed.offset, 0)
-                    offsets.append((topic, index, committed.offset, behind))
-            rows.append((group.group_id, group.state_name(), group.member_count(), offsets))
-        return rows
-
-    def _replication_counts(self) -> broker_metrics.ReplicationCounts:
-        image = self.metadata.image
-        active = self.metadata_log.is_active_controller()
-        leaders = under_replicated = under_min_isr = offline = 0
-        for topic in image.topics.values():
-            min_isr: int | None = None
-            for partition in topic.partitions.values():
-                if partition.leader < 0:
-                    offline += active
-                if partition.leader != self.node_id:
-                    continue
-                leaders += 1
-                under_replicated += len(partition.isr) < len(partition.replicas)
-                if min_isr is None:
-                    min_isr = self.configs.topic(topic.name).min_insync_replicas
-                under_min_isr += len(partition.isr) < min_isr
-        updates = self.replicas.isr_updates
-        return broker_metrics.ReplicationCounts(
-            leaders,
-            under_replicated,
-            under_min_isr,
-            offline,
-            active,
-            isr_shrinks=0 if updates is None else updates.shrinks,
-            isr_expands=0 if updates is None else updates.expands,
-            max_follower_lag=self.fetchers.max_lag(),
-        )
-
-    def _fetch_session_counts(self) -> broker_metrics.FetchSessionCounts:
-        cache = self.context.fetch_sessions
-        return broker_metrics.FetchSessionCounts(
-            len(cache), cache.partitions_cached, cache.created, cache.evictions
-        )
-
-    def _transaction_counts(self) -> broker_metrics.TransactionCounts:
-        coordinator = self.txn.coordinator
-        by_state = collections.Counter(m.state.kafka_name for m in coordinator.transactions())
-        held = coordinator.held
-        return broker_metrics.TransactionCounts(
-            dict(by_state), held.held, held.ran_out, held.seconds
-        )
-
-    def _quota_readings(self) -> list[broker_metrics.QuotaReading]:
-        return [
-            broker_metrics.QuotaReading(quota.side, quota.byte_rate(), quota.bytes_total)
-            for quota in (self.replication_quotas.leader, self.replication_quotas.follower)
-        ]
-
-    def _log_rows(self) -> list[tuple[str, int, int, int, int, int]]:
-        return [
-            (
-                p.topic,
-                p.index,
-                p.log.size_bytes,
-                p.log.log_start_offset,
-                p.log.log_end_offset,
-                p.log.segment_count,
-            )
-            for p in self.replicas
-        ]
 
     # Lifecycle -----------------------------------------------------------------------
 
