@@ -62,6 +62,9 @@ LOAD_TOPIC = "dashboards-load"
 STRICT_TOPIC = "dashboards-strict"  # min.insync.replicas=3: under min ISR with a broker down
 LAGGING_GROUP = "dashboards-lagging"
 KEEPING_UP_GROUP = "dashboards-keeping-up"
+TXN_TOPIC = "dashboards-transactional"
+TRANSACTIONAL_ID = "dashboards-transactions"
+TRANSACTIONS = 50  # committed back to back, before the broker is killed
 WHILE_DOWN = ("StromBrokerDown", "StromUnderReplicatedPartitions", "StromUnderMinIsrPartitions")
 
 # Panels that return no data over a dev cluster, and why. A whole dashboard by its file's
@@ -283,15 +286,17 @@ def rules_with_short_for(root: Path) -> Path:
 
 class Load:
     """A producer at ~100 records/s, a consumer group that keeps up and one that reads ~10
-    records/s and so lags more and more: each in a thread of its own."""
+    records/s and so lags more and more, and a transactional producer that commits
+    TRANSACTIONS transactions back to back: each in a thread of its own."""
 
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
         self.stopping = threading.Event()
         self.errors: list[str] = []
+        self.transactions_done = threading.Event()
         self.threads = [
             threading.Thread(target=self._guard(run), daemon=True)
-            for run in (self._produce, self._keep_up, self._lag)
+            for run in (self._produce, self._keep_up, self._lag, self._transact)
         ]
 
     def _guard(self, run: Callable[[], None]) -> Callable[[], None]:
@@ -324,6 +329,20 @@ class Load:
             producer.poll(0)
             self.stopping.wait(0.05)  # the pace of the load, not a wait for a condition
         producer.flush(10)
+
+    def _transact(self) -> None:
+        producer = Producer(
+            {"bootstrap.servers": self.bootstrap, "transactional.id": TRANSACTIONAL_ID}
+        )
+        producer.init_transactions(30)
+        for n in range(TRANSACTIONS):
+            if self.stopping.is_set():
+                break
+            producer.begin_transaction()
+            for i in range(5):
+                producer.produce(TXN_TOPIC, value=b"transaction %d record %d" % (n, i))
+            producer.commit_transaction(30)
+        self.transactions_done.set()
 
     def _consumer(self, group: str, **settings: Any) -> Consumer:
         consumer = Consumer(
@@ -387,6 +406,7 @@ def create_topics(cluster: StromCluster) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     topics = [
         NewTopic(LOAD_TOPIC, 3, 3),
+        NewTopic(TXN_TOPIC, 3, 3),
         NewTopic(STRICT_TOPIC, 1, 3, config={"min.insync.replicas": "3"}),
     ]
     for future in admin.create_topics(topics, request_timeout=30).values():
@@ -423,6 +443,16 @@ def test_panels_and_alerts_over_a_dev_cluster(
             lambda: f"StromConsumerLagGrowing fires for {LAGGING_GROUP}: {api.alerts()}",
         )
         assert firing(prometheus).isdisjoint(WHILE_DOWN)
+        # the transactions were committed: the coordinator shows the id as CompleteCommit
+        wait_until(load.transactions_done.is_set, DEADLINE_S, lambda: f"{load.errors}")
+        wait_until(
+            lambda: api.query(
+                'strom_transactional_ids{state="CompleteCommit"} == 1'
+                " and on() (sum(strom_txn_adds_held_ran_out_total) == 0)"
+            ),
+            DEADLINE_S,
+            lambda: f"{TRANSACTIONAL_ID} CompleteCommit: {api.query('strom_transactional_ids')}",
+        )
 
         # a broker that is not the active controller goes down
         (controller,) = api.query("strom_active_controller == 1")
