@@ -38,8 +38,11 @@ class FollowerLog:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.refused = 0
+        self.slow_after: int | None = None  # refusals answered at once, then each 1 s late
 
     async def append(self, entries: Sequence[records.MetadataRecord]) -> int:
+        if self.slow_after is not None and self.refused >= self.slow_after:
+            await asyncio.sleep(1.0)  # a busy node: the answer comes after the deadline
         self.refused += 1
         raise topics.NotControllerError("this node is not the active controller")
 
@@ -238,6 +241,19 @@ async def test_no_active_controller_until_the_deadline_is_a_retriable_error(
     cluster.leader = lambda: None
     with pytest.raises(topics.NotControllerError):
         await cluster.controller(timeout_s=0.1).allocate_producer_ids(SERVED_NODE_ID)
+
+
+async def test_refusals_then_an_attempt_cut_short_by_the_deadline_is_still_no_controller(
+    cluster: Cluster,
+) -> None:
+    # what a busy CI machine did: after the refusals, a back-off left a few ms, and the
+    # last attempt timed out; the answer must stay "no active controller" (retriable
+    # NOT_CONTROLLER), not a controller that did not answer
+    cluster.leader = lambda: FOLLOWER
+    cluster.follower_log.slow_after = 1
+    with pytest.raises(controller_channel.ControllerUnavailableError, match="last attempt"):
+        await cluster.controller(timeout_s=0.3).register_broker(cluster.registration())
+    assert cluster.follower_log.refused >= 1
 
 
 async def test_an_unreachable_controller_times_out_at_the_deadline(cluster: Cluster) -> None:

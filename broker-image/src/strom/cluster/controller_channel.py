@@ -268,6 +268,7 @@ class ControllerChannel:
             self.request_timeout_s if timeout_s is None else timeout_s
         )
         timed_out: str | None = None  # why the last attempt failed, if it did not answer
+        refused = False  # a node answered that it is not the active controller
         while True:
             node_id = self._active_controller()
             remaining = deadline - self._clock.monotonic()
@@ -293,6 +294,7 @@ class ControllerChannel:
                     if not _answers_not_controller(response):
                         return response
                     log.debug("node %d is not the active controller", node_id)
+                    refused = True
                     timed_out = None
             remaining = deadline - self._clock.monotonic()
             if remaining <= self.retry_backoff_s:
@@ -302,9 +304,13 @@ class ControllerChannel:
                 await self._clock.sleep(max(remaining, 0.0))
                 break
             await self._clock.sleep(self.retry_backoff_s)
-        if timed_out is not None:
+        if timed_out is not None and not refused:
             raise ControllerTimeoutError(f"{api_name} timed out: {timed_out}")
-        raise ControllerUnavailableError(f"{api_name}: no active controller answered in time")
+        # Refused as not the controller, then maybe a last attempt cut short by the
+        # deadline (a few ms left after a back-off, on a busy machine): what is known is
+        # that no node took it as the active controller, a retriable NOT_CONTROLLER.
+        last = f" (last attempt: {timed_out})" if timed_out is not None else ""
+        raise ControllerUnavailableError(f"{api_name}: no active controller answered in time{last}")
 
     async def _attempt(self, node_id: int, request: Any, timeout_s: float) -> Any:
         """`node_id`'s answer, or _MOVED once another node is the active controller: a
