@@ -297,13 +297,9 @@ class ControllerChannel:
                     refused = True
                     timed_out = None
             remaining = deadline - self._clock.monotonic()
-            if remaining <= self.retry_backoff_s:
-                # no time for another attempt after the back-off: one started at the
-                # deadline's edge would time out at once and turn the refusals seen so far
-                # into a timeout (seen once in the unit tests)
-                await self._clock.sleep(max(remaining, 0.0))
+            if remaining <= 0:
                 break
-            await self._clock.sleep(self.retry_backoff_s)
+            await self._clock.sleep(min(self.retry_backoff_s, remaining))
         if timed_out is not None and not refused:
             raise ControllerTimeoutError(f"{api_name} timed out: {timed_out}")
         # Refused as not the controller, then maybe a last attempt cut short by the
